@@ -1,0 +1,8 @@
+"""Intermediate representation: Graph, Tensor, Op, QuantParams, Role, op specs and verifier."""
+
+from .graph import DTYPES, Graph, Op, QuantParams, Role, Tensor
+from .ops import ACTIVATIONS, OP_SPECS, PARAMETRIC_OPS, conv_out_size, same_padding
+from .verify import verify
+
+__all__ = ["DTYPES", "Graph", "Op", "QuantParams", "Role", "Tensor", "ACTIVATIONS", "OP_SPECS",
+           "PARAMETRIC_OPS", "conv_out_size", "same_padding", "verify"]
