@@ -100,3 +100,29 @@ def export_onnx(model, path: Path) -> Path:
 
 def nchw_to_nhwc(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+
+
+def write_bundle(out_dir: Path, seed: int = 0) -> None:
+    """Regenerate the bundled demo model and data (codegen/models/): digits_cnn.onnx, digits.npz.
+
+    digits.npz holds the whole scikit-learn digits set as NCHW float32 in [0, 1] with labels and
+    the split indices used by load_digits_split(seed) (`train_idx`, `test_idx`).
+    """
+    from sklearn.datasets import load_digits
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    split = load_digits_split(seed)
+    model = train_cnn(split, seed)
+    export_onnx(model, out_dir / "digits_cnn.onnx")
+    d = load_digits()
+    rng = np.random.default_rng(seed)
+    idx = rng.permutation(len(d.target))
+    n_test = int(len(d.target) * 0.25)
+    np.savez_compressed(out_dir / "digits.npz", images=d.images.astype(np.uint8),
+                        y=d.target.astype(np.int64), test_idx=idx[:n_test],
+                        train_idx=idx[n_test:])
+    print(f"float accuracy on the test split: {torch_accuracy(model, split.x_test, split.y_test):.4f}")
+
+
+if __name__ == "__main__":
+    write_bundle(Path(__file__).resolve().parents[1] / "codegen" / "models")

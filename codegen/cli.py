@@ -1,0 +1,148 @@
+"""The `pockengine` command line. Bad input: one line on stderr, exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import __version__
+from .errors import PockError
+
+EXIT_BAD_INPUT = 2
+
+
+def _load(path: str):
+    from .frontend import load_model
+
+    return load_model(path)
+
+
+def _refuse_overwrite(path: Path, force: bool) -> None:
+    if path.exists() and not force:
+        raise PockError(f"{path}: already exists (use --force to overwrite)")
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from .summary import format_summary, summarize
+
+    s = summarize(_load(args.model))
+    print(json.dumps(s, indent=1) if args.json else format_summary(s))
+    return 0
+
+
+def cmd_quantize(args: argparse.Namespace) -> int:
+    from .data import fit_input, load_npz
+    from .frontend import save_model
+    from .quant import quantize
+
+    graph = _load(args.model)
+    x, _ = load_npz(args.calib)
+    if args.samples is not None:
+        x = x[: args.samples]
+    if len(x) == 0:
+        raise PockError(f"{args.calib}: no calibration samples")
+    if graph.tensors[graph.inputs[0]].dtype != "float32":
+        raise PockError(f"{args.model}: model is already quantized "
+                        f"(input {graph.inputs[0]!r} is {graph.tensors[graph.inputs[0]].dtype})")
+    out = Path(args.output)
+    _refuse_overwrite(out, args.force)
+    q = quantize(graph, fit_input(graph, x, f"{args.calib} x"), per_channel=not args.per_tensor)
+    save_model(q, out)
+    print(f"wrote {out}: int8 model, calibrated on {len(x)} samples", file=sys.stderr)
+    return 0
+
+
+def cmd_infer(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .data import fit_input, load_npy
+
+    graph = _load(args.model)
+    x = fit_input(graph, load_npy(args.input), args.input)
+    out = Path(args.output)
+    _refuse_overwrite(out, args.force)
+    if args.engine != "golden":
+        raise PockError(f"engine {args.engine!r} is not available yet (use --engine golden)")
+    from . import golden
+
+    (y,) = golden.run(graph, x)[:1]
+    np.save(out, y)
+    print(f"wrote {out}: {list(y.shape)} {y.dtype}", file=sys.stderr)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    run_demo(Path(args.output), calib_samples=args.calib_samples)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="pockengine",
+        description="Compile pretrained TFLite/ONNX models into C firmware that trains in place "
+                    "on microcontrollers and DSPs.")
+    p.add_argument("--version", action="version", version=f"pockengine {__version__}")
+    sub = p.add_subparsers(dest="verb", metavar="VERB", required=True)
+
+    def verb(name: str, fn: Callable[[argparse.Namespace], int], help_: str):
+        sp = sub.add_parser(name, help=help_, description=help_)
+        sp.set_defaults(fn=fn)
+        return sp
+
+    sp = verb("inspect", cmd_inspect,
+              "show ops, shapes, dtypes, quantization, MACs and memory of a model")
+    sp.add_argument("model", help=".tflite or .onnx file")
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
+
+    sp = verb("quantize", cmd_quantize, "post-training quantization: float model -> int8 .tflite")
+    sp.add_argument("model", help="float .tflite or .onnx file")
+    sp.add_argument("--calib", required=True, help=".npz with calibration inputs 'x' (N, ...)")
+    sp.add_argument("-o", "--output", required=True, help="output .tflite")
+    sp.add_argument("--samples", type=int, help="use only the first N calibration samples")
+    sp.add_argument("--per-tensor", action="store_true", help="per-tensor instead of "
+                    "per-channel weight scales")
+    sp.add_argument("-f", "--force", action="store_true", help="overwrite the output file")
+
+    sp = verb("infer", cmd_infer, "run a model on a batch of inputs (int8 in, int8 out)")
+    sp.add_argument("model", help=".tflite or .onnx file")
+    sp.add_argument("--input", required=True, help=".npy batch, samples on axis 0")
+    sp.add_argument("--output", required=True, help=".npy file for the outputs")
+    sp.add_argument("--engine", default="golden", help="golden (NumPy reference)")
+    sp.add_argument("-f", "--force", action="store_true", help="overwrite the output file")
+    sp = verb("demo", cmd_demo, "the main job on the bundled digits CNN: import, quantize, "
+              "run, report")
+    sp.add_argument("-o", "--output", default="pockengine-demo", help="output directory")
+    sp.add_argument("--calib-samples", type=int, default=100, help="calibration samples")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.fn(args)
+    except PockError as e:
+        print(f"pockengine: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("pockengine: interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        print("pockengine: error: out of memory", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as e:  # an internal bug: say so on one line unless debugging
+        if os.environ.get("POCKENGINE_DEBUG"):
+            raise
+        print(f"pockengine: internal error: {type(e).__name__}: {e} "
+              "(set POCKENGINE_DEBUG=1 for a traceback)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""Model summary for `pockengine inspect`: ops, shapes, dtypes, quant params, MACs, bytes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .ir import Graph, Op, Role, Tensor
+
+
+def op_macs(graph: Graph, op: Op) -> int:
+    """Multiply-accumulates of one op for batch 1."""
+    out = graph.tensors[op.outputs[0]]
+    if op.type == "conv2d":
+        _, kh, kw, ic = graph.tensors[op.inputs[1]].shape
+        return out.size * kh * kw * ic
+    if op.type == "depthwise_conv2d":
+        _, kh, kw, _ = graph.tensors[op.inputs[1]].shape
+        return out.size * kh * kw
+    if op.type == "fully_connected":
+        o, i = graph.tensors[op.inputs[1]].shape
+        return out.size // o * o * i
+    return 0
+
+
+def _quant(t: Tensor) -> dict[str, Any] | None:
+    q = t.quant
+    if q is None:
+        return None
+    if q.axis is None:
+        return {"scale": q.s, "zero_point": q.zp}
+    return {"axis": q.axis, "channels": int(q.scale.size),
+            "scale_min": float(q.scale.min()), "scale_max": float(q.scale.max()),
+            "zero_point": int(q.zero_point[0]) if np.all(q.zero_point == q.zero_point[0])
+            else [int(z) for z in q.zero_point]}
+
+
+def _tensor(t: Tensor) -> dict[str, Any]:
+    return {"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "role": t.role.value,
+            "quant": _quant(t)}
+
+
+def _attr(v: Any) -> Any:
+    if isinstance(v, tuple):
+        return [_attr(x) for x in v]
+    if isinstance(v, (np.integer, np.floating)):
+        return v.item()
+    return v
+
+
+def summarize(graph: Graph) -> dict[str, Any]:
+    """JSON-ready description of a graph (the `inspect --json` contract)."""
+    ops = []
+    for op in graph.ops:
+        ops.append({
+            "name": op.name, "type": op.type,
+            "inputs": [_tensor(graph.tensors[n]) for n in op.inputs if n],
+            "outputs": [_tensor(graph.tensors[n]) for n in op.outputs],
+            "attrs": {k: _attr(v) for k, v in op.attrs.items()},
+            "macs": op_macs(graph, op),
+        })
+    consts = [t for t in graph.tensors.values() if t.is_const]
+    acts = [t for t in graph.tensors.values() if not t.is_const and t.role == Role.ACTIVATION]
+    return {
+        "model": graph.name,
+        "format": graph.metadata.get("source_format", "unknown"),
+        "inputs": [_tensor(graph.tensors[n]) for n in graph.inputs],
+        "outputs": [_tensor(graph.tensors[n]) for n in graph.outputs],
+        "ops": ops,
+        "op_counts": {t: sum(op.type == t for op in graph.ops)
+                      for t in sorted({op.type for op in graph.ops})},
+        "macs": sum(o["macs"] for o in ops),
+        "param_count": sum(t.size for t in consts if t.role in (Role.WEIGHT, Role.BIAS)),
+        "param_bytes": sum(t.nbytes for t in consts),
+        "activation_bytes": sum(t.nbytes for t in acts),
+        "largest_activation_bytes": max((t.nbytes for t in acts), default=0),
+    }
+
+
+def _fmt_quant(q: dict[str, Any] | None) -> str:
+    if q is None:
+        return "-"
+    if "axis" in q:
+        return f"per-ch[{q['channels']}]@{q['axis']}"
+    return f"s={q['scale']:.4g} zp={q['zero_point']}"
+
+
+def format_summary(s: dict[str, Any]) -> str:
+    """Human-readable table of a summarize() result."""
+    lines = [f"model {s['model']} ({s['format']}): {len(s['ops'])} ops, {s['macs']:,} MACs, "
+             f"{s['param_count']:,} parameters ({s['param_bytes']:,} B constant data), "
+             f"{s['activation_bytes']:,} B activations (largest {s['largest_activation_bytes']:,} B)"]
+    for kind in ("inputs", "outputs"):
+        for t in s[kind]:
+            lines.append(f"  {kind[:-1]:6} {t['name']}: {t['shape']} {t['dtype']} "
+                         f"{_fmt_quant(t['quant'])}")
+    header = f"  {'#':>3}  {'op':18} {'name':28} {'output':18} {'dtype':7} {'quant':22} {'MACs':>12}"
+    lines.append(header)
+    for i, op in enumerate(s["ops"]):
+        out = op["outputs"][0]
+        name = op["name"] if len(op["name"]) <= 28 else "…" + op["name"][-27:]
+        lines.append(f"  {i:>3}  {op['type']:18} {name:28} {str(out['shape']):18} "
+                     f"{out['dtype']:7} {_fmt_quant(out['quant']):22} {op['macs']:>12,}")
+    return "\n".join(lines)
