@@ -1,0 +1,428 @@
+"""TFLite exporter: ir.Graph -> .tflite flatbuffer (schema version 3, one subgraph).
+
+Loadable by the TFLite Micro interpreter and by ``read_tflite``. Lowering rules:
+- explicit padding goes back to VALID (all zero) or SAME (when it equals TFLite's SAME split);
+  otherwise conv2d / depthwise_conv2d get a PAD (padding with the input zero point) before a
+  VALID conv, and max_pool2d a PADV2 with the lowest representable value before a VALID pool.
+  avg_pool2d with other padding has no exact TFLite form and is refused.
+- reshape gets a constant int32 ``new_shape`` input (and ReshapeOptions), pad an int32
+  ``paddings`` constant, mean an int32 ``axis`` constant.
+- buffer 0 is the empty sentinel; every constant tensor has its own 16-byte-aligned buffer.
+- The IR op names are kept in a model metadata entry (``OP_NAMES_METADATA``) that TFLite and
+  TFLM ignore and ``read_tflite`` uses, so names survive a write/read round trip.
+- Operator versions come from ``graph.metadata["tflite_op_versions"]`` (set by the reader) or
+  a default per op and dtype.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import flatbuffers
+import numpy as np
+import tflite
+
+from ..errors import ModelError
+from ..ir import Graph, Op, QuantParams, Tensor, same_padding, verify
+from .tflite_schema import (
+    DEFAULT_OP_VERSIONS,
+    DTYPE_TO_TENSOR_TYPE,
+    FILE_IDENTIFIER,
+    IR_TO_ACTIVATION,
+    IR_TO_OPCODE,
+    OP_NAMES_METADATA,
+    PADDING_SAME,
+    PADDING_VALID,
+    SCHEMA_VERSION,
+    BuiltinOperator,
+    BuiltinOptions,
+)
+
+_DATA_ALIGNMENT = 16
+
+
+@dataclass
+class _TflOp:
+    """One TFLite operator to emit."""
+
+    name: str                      # the IR op it comes from (recorded in the metadata)
+    code: int
+    inputs: list[int]
+    outputs: list[int]
+    options_type: int = BuiltinOptions.NONE
+    options: dict[str, Any] = field(default_factory=dict)
+    version: int = 1
+
+
+class _Lowering:
+    """IR graph -> flat lists of tensors and TFLite operators."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.tensors: list[Tensor] = []
+        self.index: dict[str, int] = {}
+        self.ops: list[_TflOp] = []
+        self.names = set(graph.tensors) | {op.name for op in graph.ops}
+        self.versions: dict[str, int] = dict(graph.metadata.get("tflite_op_versions") or {})
+
+    def fail(self, op: Op, msg: str) -> ModelError:
+        return ModelError(f"op {op.name!r} ({op.type}): {msg}")
+
+    def tensor_index(self, name: str) -> int:
+        if name == "":
+            return -1
+        i = self.index.get(name)
+        if i is None:
+            i = self.add(self.graph.tensors[name])
+        return i
+
+    def add(self, t: Tensor) -> int:
+        self.index[t.name] = len(self.tensors)
+        self.tensors.append(t)
+        return len(self.tensors) - 1
+
+    def new_name(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.names:
+            name = f"{base}_{k}"
+            k += 1
+        self.names.add(name)
+        return name
+
+    def constant(self, op: Op, suffix: str, values: Any, dtype: str = "int32",
+                 quant: QuantParams | None = None) -> int:
+        arr = np.asarray(values, dtype=dtype)
+        return self.add(Tensor(self.new_name(f"{op.name}/{suffix}"), arr.shape, dtype,
+                               data=arr, quant=quant))
+
+    def version(self, op: Op, code: int) -> int:
+        v = self.versions.get(op.name)
+        if isinstance(v, int) and 1 <= v < 2**31 and IR_TO_OPCODE[op.type][0] == code:
+            return v
+        dtype = self.graph.tensors[op.inputs[0]].dtype
+        int8_v, float_v = DEFAULT_OP_VERSIONS[code]
+        return float_v if dtype == "float32" else int8_v
+
+    def run(self) -> None:
+        for name in self.graph.inputs:
+            self.tensor_index(name)
+        for op in self.graph.ops:
+            if op.type not in IR_TO_OPCODE:
+                raise self.fail(op, "has no TFLite equivalent")
+            self.lower(op)
+        for name in self.graph.outputs:
+            self.tensor_index(name)
+
+    def emit(self, op: Op, inputs: list[int], options: dict[str, Any] | None = None,
+             output: int | None = None, code: int | None = None,
+             options_type: int | None = None) -> None:
+        c, ot = IR_TO_OPCODE[op.type]
+        code = c if code is None else code
+        ot = ot if options_type is None else options_type
+        out = self.tensor_index(op.outputs[0]) if output is None else output
+        self.ops.append(_TflOp(op.name, code, inputs, [out], ot, options or {},
+                               self.version(op, code)))
+
+    def pre_pad(self, op: Op, x: int, pads: tuple[int, int, int, int], value: float | None
+                ) -> int:
+        """Emit PAD (value None: zero point) or PADV2 before ``op``; return the padded tensor."""
+        pt, pb, pl, pr = pads
+        src = self.tensors[x]
+        n, h, w, c = src.shape
+        padded = self.add(Tensor(self.new_name(f"{op.name}/pad"), (n, h + pt + pb, w + pl + pr, c),
+                                 src.dtype, quant=src.quant))
+        paddings = self.constant(op, "paddings", [[0, 0], [pt, pb], [pl, pr], [0, 0]])
+        inputs = [x, paddings]
+        code, ot = BuiltinOperator.PAD, BuiltinOptions.PadOptions
+        if value is not None:
+            quant = None if src.quant is None else QuantParams(src.quant.scale[:1],
+                                                               src.quant.zero_point[:1])
+            inputs.append(self.constant(op, "pad_value", [value], src.dtype, quant))
+            code, ot = BuiltinOperator.PADV2, BuiltinOptions.PadV2Options
+        self.ops.append(_TflOp(f"{op.name}/pad", code, inputs, [padded], ot, {},
+                               self.version(op, code)))
+        return padded
+
+    def window_padding(self, op: Op, kh: int, kw: int, dh: int = 1, dw: int = 1) -> int | None:
+        """SAME / VALID for the op's explicit padding, or None if neither matches."""
+        x = self.graph.tensors[op.inputs[0]].shape
+        sh, sw = op.attrs["stride"]
+        pads = tuple(op.attrs["padding"])
+        if pads == (0, 0, 0, 0):
+            return PADDING_VALID
+        _, pt, pb = same_padding(x[1], kh, sh, dh)
+        _, pl, pr = same_padding(x[2], kw, sw, dw)
+        return PADDING_SAME if pads == (pt, pb, pl, pr) else None
+
+    def lower(self, op: Op) -> None:
+        a = op.attrs
+        t = op.type
+        ins = [self.tensor_index(n) for n in op.inputs]
+        if t in ("conv2d", "depthwise_conv2d"):
+            w = self.graph.tensors[op.inputs[1]].shape
+            dh, dw = a["dilation"]
+            padding = self.window_padding(op, w[1], w[2], dh, dw)
+            if padding is None:
+                ins[0] = self.pre_pad(op, ins[0], tuple(a["padding"]), None)
+                padding = PADDING_VALID
+            opts = {"padding": padding, "stride": a["stride"], "dilation": (dh, dw),
+                    "activation": a["activation"]}
+            if t == "depthwise_conv2d":
+                opts["depth_multiplier"] = a["depth_multiplier"]
+            self.emit(op, ins, opts)
+        elif t in ("avg_pool2d", "max_pool2d"):
+            fh, fw = a["filter"]
+            padding = self.window_padding(op, fh, fw)
+            if padding is None:
+                if t == "avg_pool2d":
+                    raise self.fail(op, f"explicit padding {tuple(a['padding'])} is neither SAME "
+                                        "nor VALID; TFLite AVERAGE_POOL_2D cannot express it")
+                x = self.tensors[ins[0]]
+                lowest = -np.finfo(np.float32).max if x.dtype == "float32" \
+                    else np.iinfo(x.dtype).min
+                ins[0] = self.pre_pad(op, ins[0], tuple(a["padding"]), lowest)
+                padding = PADDING_VALID
+            self.emit(op, ins, {"padding": padding, "stride": a["stride"], "filter": (fh, fw),
+                                "activation": a["activation"]})
+        elif t == "fully_connected":
+            self.emit(op, ins, {"activation": a["activation"],
+                                "keep_num_dims": bool(a["keep_num_dims"])})
+        elif t in ("add", "mul"):
+            self.emit(op, ins, {"activation": a["activation"]})
+        elif t == "reshape":
+            shape = [int(d) for d in a["shape"]]
+            self.emit(op, [ins[0], self.constant(op, "shape", np.array(shape, dtype=np.int32)
+                                                 .reshape(len(shape)))], {"new_shape": shape})
+        elif t == "softmax":
+            self.emit(op, ins, {"beta": float(a["beta"])})
+        elif t == "mean":
+            axes = [int(ax) for ax in a["axes"]]
+            self.emit(op, [ins[0], self.constant(op, "axis", np.array(axes, dtype=np.int32))],
+                      {"keep_dims": bool(a["keep_dims"])})
+        elif t == "pad":
+            pads = np.array([[int(p0), int(p1)] for p0, p1 in a["pads"]], dtype=np.int32)
+            self.emit(op, [ins[0], self.constant(op, "paddings", pads.reshape(-1, 2))])
+        elif t == "concat":
+            self.emit(op, ins, {"axis": int(a["axis"]), "activation": a["activation"]})
+        else:  # quantize, dequantize, relu, relu6
+            self.emit(op, ins)
+
+
+def write_tflite(graph: Graph) -> bytes:
+    """Serialize a (verified) IR graph as a TFLite flatbuffer."""
+    verify(graph)
+    low = _Lowering(graph)
+    low.run()
+    return _Serializer(graph, low).build()
+
+
+class _Serializer:
+    def __init__(self, graph: Graph, low: _Lowering):
+        self.graph, self.low = graph, low
+        self.b = flatbuffers.Builder(1024 + sum(t.nbytes for t in low.tensors if t.is_const))
+
+    def build(self) -> bytes:
+        b = self.b
+        # buffers: 0 = empty sentinel, then one per constant tensor
+        buffer_of: dict[int, int] = {}
+        buffer_offsets = [self.buffer(None)]
+        for i, t in enumerate(self.low.tensors):
+            if t.is_const:
+                buffer_of[i] = len(buffer_offsets)
+                buffer_offsets.append(self.buffer(t.data, t.dtype))
+        names_json = json.dumps([op.name for op in self.low.ops]).encode()
+        op_names_buffer = len(buffer_offsets)
+        buffer_offsets.append(self.buffer(np.frombuffer(names_json, np.uint8), "uint8"))
+        tensor_offsets = [self.tensor(t, buffer_of.get(i, 0))
+                          for i, t in enumerate(self.low.tensors)]
+
+        codes: dict[int, int] = {}
+        for op in self.low.ops:
+            codes[op.code] = max(codes.get(op.code, 1), op.version)
+        code_index = {c: k for k, c in enumerate(codes)}
+        opcode_offsets = []
+        for c, v in codes.items():
+            tflite.OperatorCodeStart(b)
+            tflite.OperatorCodeAddDeprecatedBuiltinCode(
+                b, min(c, BuiltinOperator.PLACEHOLDER_FOR_GREATER_OP_CODES))
+            tflite.OperatorCodeAddBuiltinCode(b, c)
+            tflite.OperatorCodeAddVersion(b, v)
+            opcode_offsets.append(tflite.OperatorCodeEnd(b))
+        op_offsets = [self.operator(op, code_index[op.code]) for op in self.low.ops]
+
+        idx = self.low.index
+        sg_name = b.CreateString(str(self.graph.metadata.get("tflite_subgraph_name") or "main"))
+        sg_tensors = self.vector_of_offsets(tensor_offsets)
+        sg_inputs = self.int32_vector([idx[n] for n in self.graph.inputs])
+        sg_outputs = self.int32_vector([idx[n] for n in self.graph.outputs])
+        sg_ops = self.vector_of_offsets(op_offsets)
+        tflite.SubGraphStart(b)
+        tflite.SubGraphAddTensors(b, sg_tensors)
+        tflite.SubGraphAddInputs(b, sg_inputs)
+        tflite.SubGraphAddOutputs(b, sg_outputs)
+        tflite.SubGraphAddOperators(b, sg_ops)
+        tflite.SubGraphAddName(b, sg_name)
+        subgraph = tflite.SubGraphEnd(b)
+
+        description = b.CreateString(str(self.graph.metadata.get("tflite_description")
+                                         or "pockengine"))
+        m_codes = self.vector_of_offsets(opcode_offsets)
+        m_subgraphs = self.vector_of_offsets([subgraph])
+        m_buffers = self.vector_of_offsets(buffer_offsets)
+        meta_name = b.CreateString(OP_NAMES_METADATA)
+        tflite.MetadataStart(b)
+        tflite.MetadataAddName(b, meta_name)
+        tflite.MetadataAddBuffer(b, op_names_buffer)
+        m_metadata = self.vector_of_offsets([tflite.MetadataEnd(b)])
+        tflite.ModelStart(b)
+        tflite.ModelAddVersion(b, SCHEMA_VERSION)
+        tflite.ModelAddOperatorCodes(b, m_codes)
+        tflite.ModelAddSubgraphs(b, m_subgraphs)
+        tflite.ModelAddDescription(b, description)
+        tflite.ModelAddBuffers(b, m_buffers)
+        tflite.ModelAddMetadata(b, m_metadata)
+        b.Finish(tflite.ModelEnd(b), file_identifier=FILE_IDENTIFIER)
+        return bytes(b.Output())
+
+    # -- helpers ----------------------------------------------------------------------------
+    def vector_of_offsets(self, offsets: list[int]) -> int:
+        b = self.b
+        b.StartVector(4, len(offsets), 4)
+        for off in reversed(offsets):
+            b.PrependUOffsetTRelative(off)
+        return b.EndVector()
+
+    def int32_vector(self, values: list[int]) -> int:
+        return self.b.CreateNumpyVector(np.asarray(values, dtype="<i4").reshape(-1))
+
+    def buffer(self, values: np.ndarray | None, dtype: str = "uint8") -> int:
+        b = self.b
+        data = None
+        if values is not None:
+            payload = np.ascontiguousarray(values, dtype=np.dtype(dtype).newbyteorder("<"))
+            raw = payload.tobytes()
+            b.StartVector(1, len(raw), _DATA_ALIGNMENT)
+            b.head = b.head - len(raw)
+            b.Bytes[b.head:b.head + len(raw)] = raw
+            b.vectorNumElems = len(raw)
+            data = b.EndVector()
+        tflite.BufferStart(b)
+        if data is not None:
+            tflite.BufferAddData(b, data)
+        return tflite.BufferEnd(b)
+
+    def quantization(self, q: QuantParams) -> int:
+        b = self.b
+        scale = b.CreateNumpyVector(np.asarray(q.scale, dtype="<f4"))
+        zp = b.CreateNumpyVector(np.asarray(q.zero_point, dtype="<i8"))
+        tflite.QuantizationParametersStart(b)
+        tflite.QuantizationParametersAddScale(b, scale)
+        tflite.QuantizationParametersAddZeroPoint(b, zp)
+        tflite.QuantizationParametersAddQuantizedDimension(b, q.axis or 0)
+        return tflite.QuantizationParametersEnd(b)
+
+    def tensor(self, t: Tensor, buffer_index: int) -> int:
+        b = self.b
+        name = b.CreateString(t.name)
+        shape = self.int32_vector(list(t.shape))
+        quant = self.quantization(t.quant) if t.quant is not None else None
+        tflite.TensorStart(b)
+        tflite.TensorAddShape(b, shape)
+        tflite.TensorAddType(b, DTYPE_TO_TENSOR_TYPE[t.dtype])
+        tflite.TensorAddBuffer(b, buffer_index)
+        tflite.TensorAddName(b, name)
+        if quant is not None:
+            tflite.TensorAddQuantization(b, quant)
+        return tflite.TensorEnd(b)
+
+    def options(self, op: _TflOp) -> int | None:
+        b, o, ot = self.b, op.options, op.options_type
+        act = IR_TO_ACTIVATION.get(o.get("activation", "none"), 0)
+        if ot == BuiltinOptions.Conv2DOptions:
+            tflite.Conv2DOptionsStart(b)
+            tflite.Conv2DOptionsAddPadding(b, o["padding"])
+            tflite.Conv2DOptionsAddStrideH(b, o["stride"][0])
+            tflite.Conv2DOptionsAddStrideW(b, o["stride"][1])
+            tflite.Conv2DOptionsAddDilationHFactor(b, o["dilation"][0])
+            tflite.Conv2DOptionsAddDilationWFactor(b, o["dilation"][1])
+            tflite.Conv2DOptionsAddFusedActivationFunction(b, act)
+            return tflite.Conv2DOptionsEnd(b)
+        if ot == BuiltinOptions.DepthwiseConv2DOptions:
+            tflite.DepthwiseConv2DOptionsStart(b)
+            tflite.DepthwiseConv2DOptionsAddPadding(b, o["padding"])
+            tflite.DepthwiseConv2DOptionsAddStrideH(b, o["stride"][0])
+            tflite.DepthwiseConv2DOptionsAddStrideW(b, o["stride"][1])
+            tflite.DepthwiseConv2DOptionsAddDepthMultiplier(b, o["depth_multiplier"])
+            tflite.DepthwiseConv2DOptionsAddDilationHFactor(b, o["dilation"][0])
+            tflite.DepthwiseConv2DOptionsAddDilationWFactor(b, o["dilation"][1])
+            tflite.DepthwiseConv2DOptionsAddFusedActivationFunction(b, act)
+            return tflite.DepthwiseConv2DOptionsEnd(b)
+        if ot == BuiltinOptions.Pool2DOptions:
+            tflite.Pool2DOptionsStart(b)
+            tflite.Pool2DOptionsAddPadding(b, o["padding"])
+            tflite.Pool2DOptionsAddStrideH(b, o["stride"][0])
+            tflite.Pool2DOptionsAddStrideW(b, o["stride"][1])
+            tflite.Pool2DOptionsAddFilterHeight(b, o["filter"][0])
+            tflite.Pool2DOptionsAddFilterWidth(b, o["filter"][1])
+            tflite.Pool2DOptionsAddFusedActivationFunction(b, act)
+            return tflite.Pool2DOptionsEnd(b)
+        if ot == BuiltinOptions.FullyConnectedOptions:
+            tflite.FullyConnectedOptionsStart(b)
+            tflite.FullyConnectedOptionsAddFusedActivationFunction(b, act)
+            tflite.FullyConnectedOptionsAddKeepNumDims(b, o["keep_num_dims"])
+            return tflite.FullyConnectedOptionsEnd(b)
+        if ot == BuiltinOptions.AddOptions:
+            tflite.AddOptionsStart(b)
+            tflite.AddOptionsAddFusedActivationFunction(b, act)
+            return tflite.AddOptionsEnd(b)
+        if ot == BuiltinOptions.MulOptions:
+            tflite.MulOptionsStart(b)
+            tflite.MulOptionsAddFusedActivationFunction(b, act)
+            return tflite.MulOptionsEnd(b)
+        if ot == BuiltinOptions.ReshapeOptions:
+            new_shape = self.int32_vector(o["new_shape"])
+            tflite.ReshapeOptionsStart(b)
+            tflite.ReshapeOptionsAddNewShape(b, new_shape)
+            return tflite.ReshapeOptionsEnd(b)
+        if ot == BuiltinOptions.SoftmaxOptions:
+            tflite.SoftmaxOptionsStart(b)
+            tflite.SoftmaxOptionsAddBeta(b, o["beta"])
+            return tflite.SoftmaxOptionsEnd(b)
+        if ot == BuiltinOptions.ReducerOptions:
+            tflite.ReducerOptionsStart(b)
+            tflite.ReducerOptionsAddKeepDims(b, o["keep_dims"])
+            return tflite.ReducerOptionsEnd(b)
+        if ot == BuiltinOptions.ConcatenationOptions:
+            tflite.ConcatenationOptionsStart(b)
+            tflite.ConcatenationOptionsAddAxis(b, o["axis"])
+            tflite.ConcatenationOptionsAddFusedActivationFunction(b, act)
+            return tflite.ConcatenationOptionsEnd(b)
+        if ot == BuiltinOptions.PadOptions:
+            tflite.PadOptionsStart(b)
+            return tflite.PadOptionsEnd(b)
+        if ot == BuiltinOptions.PadV2Options:
+            tflite.PadV2OptionsStart(b)
+            return tflite.PadV2OptionsEnd(b)
+        if ot == BuiltinOptions.QuantizeOptions:
+            tflite.QuantizeOptionsStart(b)
+            return tflite.QuantizeOptionsEnd(b)
+        if ot == BuiltinOptions.DequantizeOptions:
+            tflite.DequantizeOptionsStart(b)
+            return tflite.DequantizeOptionsEnd(b)
+        return None
+
+    def operator(self, op: _TflOp, opcode_index: int) -> int:
+        b = self.b
+        inputs = self.int32_vector(op.inputs)
+        outputs = self.int32_vector(op.outputs)
+        options = self.options(op)
+        tflite.OperatorStart(b)
+        tflite.OperatorAddOpcodeIndex(b, opcode_index)
+        tflite.OperatorAddInputs(b, inputs)
+        tflite.OperatorAddOutputs(b, outputs)
+        if options is not None:
+            tflite.OperatorAddBuiltinOptionsType(b, op.options_type)
+            tflite.OperatorAddBuiltinOptions(b, options)
+        return tflite.OperatorEnd(b)
