@@ -59,9 +59,8 @@ def fit_input(graph: Graph, x: np.ndarray, what: str = "input") -> np.ndarray:
     if x.ndim == len(want):            # a single sample without batch axis
         x = x[None]
     if tuple(x.shape[1:]) != want:
-        src = graph.metadata.get("source_input_shapes")
-        if graph.metadata.get("input_layout") == "NCHW" and src and x.ndim == 4 \
-                and tuple(x.shape[1:]) == tuple(src[0][1:]):
+        nchw = graph.metadata.get("input_layouts", {}).get(t.name) == "NHWC"  # was NCHW
+        if nchw and x.ndim == 4 and tuple(x.shape[1:]) == (want[2], want[0], want[1]):
             x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
         else:
             raise PockError(f"{what} has shape {list(x.shape)}, model input {t.name!r} expects "

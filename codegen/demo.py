@@ -29,7 +29,7 @@ def run_demo(out_dir: Path, calib_samples: int = 100, log=print) -> dict:
     graph = load_model(model_path)
     s = summarize(graph)
     log(f"[1/4] imported {model_path.name}: {len(graph.ops)} ops "
-        f"({', '.join(f'{k}x{v}' for k, v in s['op_counts'].items())}), {s['macs']:,} MACs, "
+        f"({', '.join(f'{v} {k}' for k, v in s['op_counts'].items())}), {s['macs']:,} MACs, "
         f"{s['param_count']:,} parameters")
 
     float_logits = golden.run(graph, x_test)[0]

@@ -88,9 +88,11 @@ def _fmt_quant(q: dict[str, Any] | None) -> str:
 
 def format_summary(s: dict[str, Any]) -> str:
     """Human-readable table of a summarize() result."""
-    lines = [f"model {s['model']} ({s['format']}): {len(s['ops'])} ops, {s['macs']:,} MACs, "
-             f"{s['param_count']:,} parameters ({s['param_bytes']:,} B constant data), "
-             f"{s['activation_bytes']:,} B activations (largest {s['largest_activation_bytes']:,} B)"]
+    head = (f"model {s['model']} ({s['format']}): {len(s['ops'])} ops, {s['macs']:,} MACs, "
+            f"{s['param_count']:,} parameters ({s['param_bytes']:,} B constant data), "
+            f"{s['activation_bytes']:,} B activations "
+            f"(largest {s['largest_activation_bytes']:,} B)")
+    lines = [head]
     for kind in ("inputs", "outputs"):
         for t in s[kind]:
             lines.append(f"  {kind[:-1]:6} {t['name']}: {t['shape']} {t['dtype']} "
@@ -100,6 +102,6 @@ def format_summary(s: dict[str, Any]) -> str:
     for i, op in enumerate(s["ops"]):
         out = op["outputs"][0]
         name = op["name"] if len(op["name"]) <= 28 else "…" + op["name"][-27:]
-        lines.append(f"  {i:>3}  {op['type']:18} {name:28} {str(out['shape']):18} "
+        lines.append(f"  {i:>3}  {op['type']:18} {name:28} {out['shape']!s:18} "
                      f"{out['dtype']:7} {_fmt_quant(out['quant']):22} {op['macs']:>12,}")
     return "\n".join(lines)

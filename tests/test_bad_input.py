@@ -153,7 +153,6 @@ def tflite_with_bad_shape() -> bytes:
 
 
 def onnx_model(nodes, inputs, outputs, inits=()) -> bytes:
-    import onnx
     from onnx import helper
 
     g = helper.make_graph(nodes, "bad", inputs, outputs, list(inits))
@@ -219,7 +218,7 @@ def test_bad_cli_inputs(tmp_path, capsys):
     model = str(MODELS / "ad01_int8.tflite")
     cases = {
         "missing model": ["inspect", str(tmp_path / "nope.tflite")],
-        "empty model": ["inspect", str((tmp_path / "empty.tflite"))],
+        "empty model": ["inspect", str(tmp_path / "empty.tflite")],
         "missing input": ["infer", model, "--input", str(tmp_path / "x.npy"),
                           "--output", str(tmp_path / "y.npy")],
         "wrong input shape": ["infer", model, "--input", str(tmp_path / "wrong.npy"),
@@ -258,7 +257,7 @@ def test_console_script_subprocess(tmp_path):
     for i, kind in enumerate(["truncate", "flip_header", "random", "truncate"]):
         p = tmp_path / f"bad_{i}.tflite"
         p.write_bytes(corrupted(data, rng, kind))
-        r = subprocess.run([sys.executable, "-m", "codegen", "inspect", str(p)],
+        r = subprocess.run(check=False, args=[sys.executable, "-m", "codegen", "inspect", str(p)],
                            capture_output=True, text=True, timeout=120, cwd=ROOT)
         if r.returncode == 0:
             continue

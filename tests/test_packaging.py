@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+    r = subprocess.run(check=False, args=[sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                         "-q", "-w", str(out), str(ROOT)], capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0, r.stderr
@@ -43,12 +43,12 @@ def test_installed_wheel_runs(wheel, tmp_path):
     venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
     py = env_dir / "bin" / "python"
     # pip from the outer interpreter installs into the venv's site-packages
-    r = subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps",
+    r = subprocess.run(check=False, args=[sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps",
                         "-q", str(wheel)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     work = tmp_path / "elsewhere"
     work.mkdir()
-    r = subprocess.run([str(env_dir / "bin" / "pockengine"), "--help"], capture_output=True,
+    r = subprocess.run(check=False, args=[str(env_dir / "bin" / "pockengine"), "--help"], capture_output=True,
                        text=True, cwd=work, timeout=120)
     assert r.returncode == 0 and "inspect" in r.stdout, r.stderr
     code = (
@@ -59,7 +59,7 @@ def test_installed_wheel_runs(wheel, tmp_path):
         "g = load_model(m.path('digits_cnn.onnx'))\n"
         "print(len(g.ops), data_dir('templates'), data_dir('runtime_c'), data_dir('boards'))\n"
     )
-    r = subprocess.run([str(py), "-c", code], capture_output=True, text=True, cwd=work,
+    r = subprocess.run(check=False, args=[str(py), "-c", code], capture_output=True, text=True, cwd=work,
                        timeout=120)
     assert r.returncode == 0, r.stderr
     n_ops, *dirs = r.stdout.split()
