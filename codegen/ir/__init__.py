@@ -4,5 +4,5 @@ from .graph import DTYPES, Graph, Op, QuantParams, Role, Tensor
 from .ops import ACTIVATIONS, OP_SPECS, PARAMETRIC_OPS, conv_out_size, same_padding
 from .verify import verify
 
-__all__ = ["DTYPES", "Graph", "Op", "QuantParams", "Role", "Tensor", "ACTIVATIONS", "OP_SPECS",
-           "PARAMETRIC_OPS", "conv_out_size", "same_padding", "verify"]
+__all__ = ["ACTIVATIONS", "DTYPES", "OP_SPECS", "PARAMETRIC_OPS", "Graph", "Op", "QuantParams",
+           "Role", "Tensor", "conv_out_size", "same_padding", "verify"]

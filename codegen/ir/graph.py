@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
-DTYPES = ("int8", "uint8", "int16", "int32", "int64", "float32", "bool")
+DTYPES = ("int8", "uint8", "int16", "int32", "int64", "float32", "bool", "bit")
+# "bit": packed booleans (activation masks of the training graph), 1 bit per element, never
+# constant data; ``Tensor.nbytes`` is ceil(n / 8).
 
 
 class Role(str, enum.Enum):
@@ -83,6 +86,8 @@ class Tensor:
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
         if self.data is not None:
+            if self.dtype == "bit":
+                raise ValueError(f"tensor {self.name!r}: dtype 'bit' cannot hold constant data")
             arr = np.asarray(self.data, dtype=self.dtype)
             arr.setflags(write=False)
             object.__setattr__(self, "data", arr)
@@ -97,9 +102,11 @@ class Tensor:
 
     @property
     def nbytes(self) -> int:
+        if self.dtype == "bit":
+            return (self.size + 7) // 8
         return self.size * np.dtype(self.dtype).itemsize
 
-    def replace(self, **changes: Any) -> "Tensor":
+    def replace(self, **changes: Any) -> Tensor:
         return dataclasses.replace(self, **changes)
 
 
@@ -116,7 +123,7 @@ class Op:
         object.__setattr__(self, "outputs", tuple(self.outputs))
         object.__setattr__(self, "attrs", dict(self.attrs))
 
-    def replace(self, **changes: Any) -> "Op":
+    def replace(self, **changes: Any) -> Op:
         return dataclasses.replace(self, **changes)
 
 
@@ -151,7 +158,7 @@ class Graph:
         self.ops.append(op)
         return op
 
-    def copy(self) -> "Graph":
+    def copy(self) -> Graph:
         return Graph(self.name, dict(self.tensors), list(self.ops), list(self.inputs),
                      list(self.outputs), dict(self.metadata))
 
@@ -177,12 +184,15 @@ class Graph:
     def constants(self) -> Iterable[Tensor]:
         return (t for t in self.tensors.values() if t.is_const)
 
-    def prune(self) -> "Graph":
-        """Drop ops whose outputs reach no graph output, and tensors nothing refers to."""
+    def prune(self) -> Graph:
+        """Drop ops whose outputs reach no graph output, and tensors nothing refers to.
+
+        Ops without outputs (the training graph's update ops, which mutate their inputs) are
+        side effects and always kept."""
         needed = set(self.outputs)
         kept: list[Op] = []
         for op in reversed(self.ops):
-            if needed.intersection(op.outputs):
+            if not op.outputs or needed.intersection(op.outputs):
                 kept.append(op)
                 needed.update(i for i in op.inputs if i)
         kept.reverse()

@@ -35,6 +35,7 @@ class OpSpec:
     max_inputs: int
     n_outputs: int
     attrs: tuple[str, ...]            # required attributes
+    grad_outputs: int = 0             # outputs followed by an int32 exponent in int8 mode
 
 
 _CONV_ATTRS = ("stride", "dilation", "padding", "activation")
@@ -58,6 +59,48 @@ OP_SPECS: dict[str, OpSpec] = {
     "relu": OpSpec(1, 1, 1, ()),
     "relu6": OpSpec(1, 1, 1, ()),
 }
+
+# -- training ops (docs/training.md is their contract) ---------------------------------------
+# Gradients are float32 in fp32 mode. In int8 mode every gradient tensor is int8 (weight and
+# bias gradients int32) with a companion int32 (1,) exponent tensor (value = q * 2**e) placed
+# right after it, in the inputs and in the outputs: (dy, dy_exp, ...) -> (dx, dx_exp). In fp32
+# mode the exponent slots are simply absent (not ""). ``grad_outputs`` counts the outputs that
+# gain an exponent in int8 mode. The update ops use a fixed layout of UPDATE_INPUTS with "" for
+# absent inputs.
+_FWD = ("forward", "mode")
+UPDATE_INPUTS = ("param", "grad", "qas", "grad_exp", "qas_shift", "buf1", "buf2", "pows",
+                 "master", "lr", "accum", "step")
+_UPDATE_ATTRS = ("updates", "mode", "lr", "channels", "channel_axis", "accumulate")
+TRAINING_OP_SPECS: dict[str, OpSpec] = {
+    "act_mask": OpSpec(1, 1, 1, ("lo", "hi")),                              # y -> mask (bit)
+    "mask_grad": OpSpec(2, 3, 1, ("mode",), 1),                             # dy,[e],mask
+    "softmax_cross_entropy": OpSpec(3, 3, 2, ("mode", "beta"), 1),          # logits,label,table
+    "mse_loss": OpSpec(2, 2, 2, ("mode",), 1),                              # y,target
+    "conv2d_grad_input": OpSpec(2, 3, 1, _FWD + _CONV_ATTRS, 1),            # dy,[e],w
+    "conv2d_grad_weight": OpSpec(2, 3, 1, _FWD + _CONV_ATTRS + ("channels",), 1),  # x,dy,[e]
+    "depthwise_conv2d_grad_input": OpSpec(2, 3, 1, _FWD + _CONV_ATTRS + ("depth_multiplier",),
+                                          1),
+    "depthwise_conv2d_grad_weight": OpSpec(2, 3, 1, _FWD + _CONV_ATTRS
+                                           + ("depth_multiplier", "channels"), 1),
+    "fully_connected_grad_input": OpSpec(2, 3, 1, _FWD, 1),                 # dy,[e],w
+    "fully_connected_grad_weight": OpSpec(2, 3, 1, _FWD + ("channels",), 1),  # x,dy,[e]
+    "bias_grad": OpSpec(1, 2, 1, _FWD, 1),                                  # dy,[e]
+    "avg_pool2d_grad": OpSpec(1, 2, 1, _FWD + _POOL_ATTRS, 1),              # dy,[e]
+    "max_pool2d_grad": OpSpec(2, 3, 1, _FWD + _POOL_ATTRS, 1),              # dy,[e],x
+    "add_grad": OpSpec(1, 2, 1, _FWD + ("input",), 1),                      # dy,[e]
+    "mul_grad": OpSpec(2, 3, 1, _FWD + ("input",), 1),                      # dy,[e],other
+    "mean_grad": OpSpec(1, 2, 1, _FWD + ("axes", "keep_dims"), 1),
+    "pad_grad": OpSpec(1, 2, 1, _FWD + ("pads",), 1),
+    "concat_grad": OpSpec(1, 2, 1, _FWD + ("axis", "begin"), 1),
+    "reshape_grad": OpSpec(1, 2, 1, _FWD, 1),
+    "softmax_grad": OpSpec(2, 3, 1, _FWD + ("beta",), 1),                   # dy,[e],y
+    "grad_add": OpSpec(2, 4, 1, ("mode",), 1),                              # g1,[e1],g2,[e2]
+    "sgd_update": OpSpec(3, 12, 0, _UPDATE_ATTRS + ("momentum",)),          # UPDATE_INPUTS
+    "adam_update": OpSpec(3, 12, 0, _UPDATE_ATTRS + ("beta1", "beta2", "eps")),
+    "step_counter": OpSpec(1, 3, 0, ("updates", "accumulate", "schedule")),  # step,[lr],[pows]
+}
+UPDATE_OPS = ("sgd_update", "adam_update", "step_counter")
+OP_SPECS.update(TRAINING_OP_SPECS)
 
 # Ops with weights (the layers a training spec can name).
 PARAMETRIC_OPS = ("conv2d", "depthwise_conv2d", "fully_connected")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError
-from .graph import DTYPES, Graph, Op
-from .ops import ACTIVATIONS, OP_SPECS, conv_out_size
+from .graph import DTYPES, Graph, Op, Role
+from .ops import ACTIVATIONS, OP_SPECS, TRAINING_OP_SPECS, UPDATE_INPUTS, conv_out_size
 
 
 def _fail(op: Op | None, msg: str) -> None:
@@ -51,8 +51,14 @@ def verify(graph: Graph) -> Graph:
         if not spec.min_inputs <= len(op.inputs) <= spec.max_inputs:
             _fail(op, f"has {len(op.inputs)} inputs, expected {spec.min_inputs}"
                       f"..{spec.max_inputs}")
-        if len(op.outputs) != spec.n_outputs:
-            _fail(op, f"has {len(op.outputs)} outputs, expected {spec.n_outputs}")
+        n_out = spec.n_outputs
+        if op.type in TRAINING_OP_SPECS and "mode" in op.attrs:
+            if op.attrs["mode"] not in ("fp32", "int8"):
+                _fail(op, f"mode must be fp32 or int8, got {op.attrs['mode']!r}")
+            if op.attrs["mode"] == "int8":
+                n_out += spec.grad_outputs       # an exponent after each gradient output
+        if len(op.outputs) != n_out:
+            _fail(op, f"has {len(op.outputs)} outputs, expected {n_out}")
         for a in spec.attrs:
             if a not in op.attrs:
                 _fail(op, f"missing attribute {a!r}")
@@ -74,7 +80,10 @@ def verify(graph: Graph) -> Graph:
                 _fail(op, f"output {name!r} is written twice")
             produced.add(name)
             available.add(name)
-        _check_shapes(graph, op)
+        if op.type in TRAINING_OP_SPECS:
+            _check_training_op(graph, op)
+        else:
+            _check_shapes(graph, op)
     for name in graph.outputs:
         if name not in available:
             _fail(None, f"graph output {name!r} is never produced")
@@ -175,3 +184,115 @@ def _check_shapes(graph: Graph, op: Op) -> None:
         if sum(s[ax] for s in shapes) != out[ax]:
             _fail(op, f"output has {out[ax]} on axis {ax}, inputs sum to "
                       f"{sum(s[ax] for s in shapes)}")
+
+
+# -- training ops (docs/training.md) ----------------------------------------------------------
+
+_MUTABLE_ROLES = (Role.WEIGHT, Role.BIAS, Role.OPTIMIZER_STATE)
+
+
+def _check_training_op(graph: Graph, op: Op) -> None:
+    """Shapes and dtypes of the training ops, exponent companions, mutated inputs."""
+    t = graph.tensors
+    int8 = op.attrs.get("mode") == "int8"
+    if op.type in ("sgd_update", "adam_update", "step_counter"):
+        _check_update(graph, op)
+        return
+    # exponent companions: int8 mode, right after the gradient output(s)
+    outs = list(op.outputs)
+    if int8:
+        exp = outs[-1]
+        if t[exp].dtype != "int32" or t[exp].shape != (1,):
+            _fail(op, f"exponent output {exp!r} must be int32 (1,), got {t[exp].dtype} "
+                      f"{list(t[exp].shape)}")
+        outs = outs[:-1]
+    grads = [n for n in op.inputs if n and t[n].role == Role.GRADIENT]
+    for n in [*grads, outs[-1]] if op.type != "act_mask" else []:
+        want = ("int8", "int32") if int8 else ("float32",)
+        if t[n].dtype not in want:
+            _fail(op, f"gradient {n!r} has dtype {t[n].dtype}, expected {' or '.join(want)} in "
+                      f"{'int8' if int8 else 'fp32'} mode")
+    if op.type == "act_mask":
+        x, m = t[op.inputs[0]], t[op.outputs[0]]
+        if m.dtype != "bit" or m.shape != x.shape:
+            _fail(op, f"mask {m.name!r} must be bit {list(x.shape)}, got {m.dtype} "
+                      f"{list(m.shape)}")
+        if not op.attrs["lo"] < op.attrs["hi"]:
+            _fail(op, f"empty mask range lo={op.attrs['lo']} hi={op.attrs['hi']}")
+    elif op.type in ("softmax_cross_entropy", "mse_loss"):
+        loss, dy = t[op.outputs[0]], t[op.outputs[1]]
+        y = t[op.inputs[0]]
+        if loss.shape != (1,) or loss.dtype != "float32":
+            _fail(op, f"loss {loss.name!r} must be float32 (1,)")
+        if dy.shape != y.shape:
+            _fail(op, f"gradient shape {list(dy.shape)} differs from {list(y.shape)}")
+        if op.type == "mse_loss" and t[op.inputs[1]].shape != y.shape:
+            _fail(op, f"target shape {list(t[op.inputs[1]].shape)} differs from output "
+                      f"{list(y.shape)}")
+        if op.type == "softmax_cross_entropy" and t[op.inputs[2]].shape != (256,):
+            _fail(op, f"table {op.inputs[2]!r} must have 256 entries")
+    elif op.type == "mask_grad" or op.type == "grad_add":
+        ins = op.inputs[0::2] if int8 else op.inputs      # skip the exponents
+        shapes = {t[n].shape for n in ins} | {t[outs[0]].shape}
+        if len(shapes) != 1:
+            _fail(op, f"shapes differ: {sorted(list(s) for s in shapes)}")
+    elif op.type.endswith("_grad_weight"):
+        ch = op.attrs["channels"]
+        dw = t[outs[0]]
+        axis = 3 if op.type.startswith("depthwise") else 0
+        if ch is not None and dw.shape[axis] != len(ch):
+            _fail(op, f"weight gradient {dw.name!r} has {dw.shape[axis]} channels, attr "
+                      f"channels lists {len(ch)}")
+        if ch is not None and (list(ch) != sorted(set(ch)) or min(ch) < 0):
+            _fail(op, f"channels must be ascending distinct indices, got {list(ch)}")
+    elif op.type == "bias_grad":
+        dy, db = t[op.inputs[0]], t[outs[0]]
+        if db.shape != (dy.shape[-1],):
+            _fail(op, f"bias gradient shape {list(db.shape)}, expected [{dy.shape[-1]}]")
+
+
+def _check_update(graph: Graph, op: Op) -> None:
+    t = graph.tensors
+    if op.type != "step_counter" and len(op.inputs) != len(UPDATE_INPUTS):
+        _fail(op, f"has {len(op.inputs)} inputs, expected the {len(UPDATE_INPUTS)} slots "
+                  f"{', '.join(UPDATE_INPUTS)}")
+    updates = op.attrs["updates"]
+    given = [n for n in op.inputs if n]
+    for n in updates:
+        if n not in given:
+            _fail(op, f"updates {n!r}, which is not one of its inputs")
+        if t[n].role not in _MUTABLE_ROLES or not t[n].is_const:
+            _fail(op, f"mutates {n!r} ({t[n].role.value}), which is not a parameter or "
+                      "optimizer state with an initial value")
+    if op.type == "step_counter":
+        step = t[op.inputs[0]]
+        if step.dtype != "int32" or step.shape != (1,):
+            _fail(op, "step counter must be int32 (1,)")
+        return
+    slot = dict(zip(UPDATE_INPUTS, op.inputs))
+    param, grad = t[slot["param"]], t[slot["grad"]]
+    if slot["param"] not in updates:
+        _fail(op, f"does not list its parameter {param.name!r} in updates")
+    ch, axis = op.attrs["channels"], op.attrs["channel_axis"]
+    if not 0 <= axis < len(param.shape):
+        _fail(op, f"channel_axis {axis} outside parameter shape {list(param.shape)}")
+    want = list(param.shape)
+    if ch is not None:
+        if any(not 0 <= c < param.shape[axis] for c in ch):
+            _fail(op, f"channels {list(ch)} outside {param.shape[axis]} channels")
+        want[axis] = len(ch)
+    if list(grad.shape) != want:
+        _fail(op, f"gradient shape {list(grad.shape)} does not match parameter "
+                  f"{list(param.shape)} restricted to {want[axis]} channels")
+    if t[slot["qas"]].shape != (want[axis],):
+        _fail(op, f"qas {slot['qas']!r} has shape {list(t[slot['qas']].shape)}, expected "
+                  f"[{want[axis]}]")
+    int8 = op.attrs["mode"] == "int8"
+    if int8 != bool(slot["grad_exp"]) or int8 != bool(slot["qas_shift"]):
+        _fail(op, "grad_exp and qas_shift must be given exactly in int8 mode")
+    for name in ("buf1", "buf2", "master", "accum"):
+        if slot[name] and list(t[slot[name]].shape) != want:
+            _fail(op, f"{name} {slot[name]!r} has shape {list(t[slot[name]].shape)}, "
+                      f"expected {want}")
+    if op.type == "adam_update" and not (slot["buf1"] and slot["buf2"] and slot["pows"]):
+        _fail(op, "adam_update needs m, v and pows")

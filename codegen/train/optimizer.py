@@ -1,0 +1,146 @@
+"""Parameter updates: QAS constants, optimizer state, the update ops and the step counter.
+
+State exists only for trainable parameters and, where a layer trains a subset of its output
+channels, only for those channels (momentum, Adam m/v, master copies, accumulators all have the
+gradient's shape). Shared state (step counter, Adam's running powers, the scheduled lr) is
+created once. Layout of the update ops' inputs: ``ir.ops.UPDATE_INPUTS``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from ..golden.numerics import quantize_multipliers
+from ..ir import Graph, Op, Role, Tensor
+from ..ir.ops import UPDATE_INPUTS
+from .spec import TrainSpec
+
+
+def qas_scale(graph: Graph, weight: str, x: str, kind: str,
+              channels: tuple[int, ...] | None, axis: int) -> np.ndarray:
+    """float64 real factor per trained channel turning a real-valued gradient step into
+    parameter quanta: 1/s_w[c] (weights) or 1/(s_x*s_w[c]) (int32 biases)."""
+    w = graph.tensors[weight]
+    n = w.shape[axis]
+    s_w = np.broadcast_to(w.quant.scale.astype(np.float64), (n,)) if w.quant.scale.size == 1 \
+        else w.quant.scale.astype(np.float64)
+    if channels is not None:
+        s_w = s_w[list(channels)]
+    if kind == "weight":
+        return 1.0 / s_w
+    s_x = float(graph.tensors[x].quant.scale[0])
+    return 1.0 / (s_x * s_w)
+
+
+class Updater:
+    """Creates state tensors and update ops in a graph under construction."""
+
+    def __init__(self, g: Graph, spec: TrainSpec, mode: str):
+        self.g, self.spec, self.mode = g, spec, mode
+        self.opt = spec.optimizer
+        self.parameters: list[dict[str, Any]] = []
+        self.state: list[dict[str, Any]] = []
+        self.step = self._state("train_step", (1,), "int32", np.zeros(1, np.int32), "step")
+        self.pows = self.lr = ""
+        if self.opt.name == "adam":
+            self.pows = self._state("adam_pows", (2,), "float32", np.ones(2, np.float32),
+                                    "adam_pows")
+        sched = spec.schedule
+        if sched.name != "constant":
+            lr0 = np.float32(self.opt.lr)
+            if sched.name == "warmup":
+                lr0 = lr0 * np.float32(1) / np.float32(sched.warmup_steps)
+            self.lr = self._state("lr_t", (1,), "float32", np.array([lr0], np.float32), "lr")
+
+    def _state(self, base: str, shape: tuple[int, ...], dtype: str, data: np.ndarray,
+               kind: str, param: str | None = None) -> str:
+        t = self.g.add_tensor(Tensor(self.g.unique_name(base), shape, dtype,
+                                     Role.OPTIMIZER_STATE, data=data.reshape(shape)))
+        self.state.append({"tensor": t.name, "role": Role.OPTIMIZER_STATE.value, "kind": kind,
+                           "param": param, "bytes": t.nbytes})
+        return t.name
+
+    def _const(self, base: str, data: np.ndarray, dtype: str) -> str:
+        t = self.g.add_tensor(Tensor(self.g.unique_name(base), data.shape, dtype, Role.CONSTANT,
+                                     data=data))
+        return t.name
+
+    def update_op(self, layer: Op, param: str, grad: str, grad_exp: str | None, x: str,
+                  kind: str, channels: tuple[int, ...] | None, axis: int) -> Op:
+        """The sgd_update / adam_update op of one parameter (weight or bias of ``layer``)."""
+        g, opt = self.g, self.opt
+        weight = layer.inputs[1]
+        p = g.tensors[param]
+        gshape = g.tensors[grad].shape
+        factor = qas_scale(g, weight, x, kind, channels, axis)
+        slot = dict.fromkeys(UPDATE_INPUTS, "")
+        slot.update(param=param, grad=grad)
+        if self.mode == "fp32":
+            slot["qas"] = self._const(f"{param}:qas", factor.astype(np.float32), "float32")
+        else:
+            m, k = quantize_multipliers(np.float64(opt.lr) * self._int8_factor(factor, x, kind))
+            slot["qas"] = self._const(f"{param}:qas_mult", m.astype(np.int32), "int32")
+            slot["qas_shift"] = self._const(f"{param}:qas_shift", k.astype(np.int32), "int32")
+            slot["grad_exp"] = grad_exp or ""
+        buf_dtype = "int32" if self.mode == "int8" else "float32"
+        zeros = np.zeros(gshape)
+        if opt.name == "adam":
+            slot["buf1"] = self._state(f"{param}:adam_m", gshape, "float32", zeros, "adam_m",
+                                       param)
+            slot["buf2"] = self._state(f"{param}:adam_v", gshape, "float32", zeros, "adam_v",
+                                       param)
+            slot["pows"] = self.pows
+        elif opt.momentum > 0:
+            slot["buf1"] = self._state(f"{param}:momentum", gshape, buf_dtype, zeros,
+                                       "momentum", param)
+        if self.spec.master_weights == "fp32":
+            init = p.data if channels is None else np.take(p.data, list(channels), axis=axis)
+            slot["master"] = self._state(f"{param}:master", gshape, "float32",
+                                         init.astype(np.float32), "master", param)
+        slot["lr"] = self.lr
+        if self.spec.accumulate > 1:
+            slot["accum"] = self._state(f"{param}:accum", gshape, "float32", zeros, "accum",
+                                        param)
+            slot["step"] = self.step
+        mutated = [slot[k] for k in ("param", "buf1", "buf2", "master", "accum") if slot[k]
+                   and slot[k] != self.pows]
+        attrs: dict[str, Any] = {"updates": tuple(mutated), "mode": self.mode,
+                                 "lr": float(opt.lr), "channels": channels,
+                                 "channel_axis": axis, "accumulate": self.spec.accumulate,
+                                 "forward": layer.name, "kind": kind}
+        if opt.name == "adam":
+            attrs.update(beta1=opt.beta1, beta2=opt.beta2, eps=opt.eps)
+            op_type = "adam_update"
+        else:
+            attrs["momentum"] = float(opt.momentum)
+            op_type = "sgd_update"
+        self.parameters.append({"tensor": param, "role": p.role.value, "layer": layer.name,
+                                "channels": channels, "channel_axis": axis, "bytes": p.nbytes})
+        return Op(op_type, g.unique_name(f"{param}:{op_type}"),
+                  tuple(slot[k] for k in UPDATE_INPUTS), (), attrs)
+
+    def _int8_factor(self, factor: np.ndarray, x: str, kind: str) -> np.ndarray:
+        """int8 mode folds s_x into the weight factor: the weight gradient sums x_q - zp."""
+        if kind == "weight":
+            return factor * float(self.g.tensors[x].quant.scale[0])
+        return factor
+
+    def step_op(self) -> Op:
+        s, opt = self.spec.schedule, self.opt
+        updates = tuple(n for n in (self.step, self.lr, self.pows) if n)
+        attrs = {"updates": updates, "accumulate": self.spec.accumulate, "schedule": s.name,
+                 "lr": float(opt.lr), "gamma": float(s.gamma), "step_size": int(s.step_size),
+                 "warmup_steps": int(s.warmup_steps), "beta1": float(opt.beta1),
+                 "beta2": float(opt.beta2)}
+        return Op("step_counter", self.g.unique_name("step_counter"),
+                  (self.step, self.lr, self.pows), (), attrs)
+
+    def spec_record(self) -> dict[str, Any]:
+        sp = self.spec
+        return {"loss": sp.loss, "optimizer": asdict(sp.optimizer),
+                "schedule": asdict(sp.schedule), "backward": sp.backward,
+                "master_weights": sp.master_weights, "accumulate": sp.accumulate,
+                "source": sp.source}

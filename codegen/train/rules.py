@@ -1,0 +1,153 @@
+"""Backward rules: one per forward op, in one table (``GRAD_RULES``).
+
+A rule receives the builder, the forward op and ``dz``, the gradient with respect to the op's
+output *before* its fused activation (the builder has already applied the activation mask).
+It emits the ops that compute the gradients of the inputs that need one (``b.requires``) and,
+for a trainable layer, the weight/bias gradients and their updates, in the order of
+docs/training.md: grad_input (reads the old weight), grad_weight, weight update, bias_grad,
+bias update. Rules never read a forward activation they do not need: a bias-only layer reads
+none, ReLU reads only its mask.
+
+Adding an op = a rule here + a kernel in codegen/golden/train_kernels.py + its C kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..golden.numerics import activation_range
+from ..ir import Op
+
+if TYPE_CHECKING:
+    from .build import Backward, Grad
+
+Rule = Callable[["Backward", Op, "Grad"], None]
+
+# forward attributes copied onto the backward ops (besides forward, mode)
+_COPIED = {
+    "conv2d": ("stride", "dilation", "padding", "activation"),
+    "depthwise_conv2d": ("stride", "dilation", "padding", "activation", "depth_multiplier"),
+    "fully_connected": (),
+    "avg_pool2d": ("filter", "stride", "padding", "activation"),
+    "max_pool2d": ("filter", "stride", "padding", "activation"),
+}
+
+
+def _layer(b: Backward, op: Op, dz: Grad) -> None:
+    """conv2d, depthwise_conv2d, fully_connected."""
+    x, w = op.inputs[0], op.inputs[1]
+    bias = op.inputs[2] if len(op.inputs) > 2 else ""
+    update = b.layer(op)
+    attrs = b.attrs(op, *_COPIED[op.type])
+    if b.requires(x):
+        dx = b.new_grad(x)
+        b.emit(f"{op.type}_grad_input", [dz, w], [dx], attrs)
+        b.give(x, dx)
+    if update is not None and update.weight:
+        axis = 3 if op.type == "depthwise_conv2d" else 0
+        dw = b.new_grad(w, channels=update.channels, axis=axis, accumulator=True)
+        b.emit(f"{op.type}_grad_weight", [x, dz], [dw], {**attrs, "channels": update.channels})
+        b.update(op, w, dw, x=x, kind="weight", channels=update.channels, axis=axis)
+    if update is not None and update.bias:
+        db = b.new_grad(bias, accumulator=True)
+        b.emit("bias_grad", [dz], [db], b.attrs(op))
+        b.update(op, bias, db, x=x, kind="bias", channels=None, axis=0)
+
+
+def _avg_pool(b: Backward, op: Op, dz: Grad) -> None:
+    dx = b.new_grad(op.inputs[0])
+    b.emit("avg_pool2d_grad", [dz], [dx], b.attrs(op, *_COPIED[op.type]))
+    b.give(op.inputs[0], dx)
+
+
+def _max_pool(b: Backward, op: Op, dz: Grad) -> None:
+    x = op.inputs[0]
+    dx = b.new_grad(x)
+    b.emit("max_pool2d_grad", [dz, x], [dx], b.attrs(op, *_COPIED[op.type]))
+    b.give(x, dx)
+
+
+def _add(b: Backward, op: Op, dz: Grad) -> None:
+    out = b.shape(op.outputs[0])
+    for i, x in enumerate(op.inputs):
+        if not b.requires(x):
+            continue
+        if b.shape(x) == out:
+            b.give(x, dz)                     # identity: the same gradient tensor
+        else:
+            dx = b.new_grad(x)
+            b.emit("add_grad", [dz], [dx], {**b.attrs(op), "input": i})
+            b.give(x, dx)
+
+
+def _mul(b: Backward, op: Op, dz: Grad) -> None:
+    for i, x in enumerate(op.inputs):
+        if b.requires(x):
+            dx = b.new_grad(x)
+            b.emit("mul_grad", [dz, op.inputs[1 - i]], [dx], {**b.attrs(op), "input": i})
+            b.give(x, dx)
+
+
+def _unary(grad_type: str, *copied: str) -> Rule:
+    """Ops whose input gradient depends on dz only (and attributes)."""
+
+    def rule(b: Backward, op: Op, dz: Grad) -> None:
+        x = op.inputs[0]
+        dx = b.new_grad(x)
+        b.emit(grad_type, [dz], [dx], b.attrs(op, *copied))
+        b.give(x, dx)
+
+    return rule
+
+
+def _softmax(b: Backward, op: Op, dz: Grad) -> None:
+    x, y = op.inputs[0], op.outputs[0]
+    dx = b.new_grad(x)
+    b.emit("softmax_grad", [dz, y], [dx], b.attrs(op, "beta"))
+    b.give(x, dx)
+
+
+def _concat(b: Backward, op: Op, dz: Grad) -> None:
+    axis, begin = op.attrs["axis"], 0
+    for x in op.inputs:
+        if b.requires(x):
+            dx = b.new_grad(x)
+            b.emit("concat_grad", [dz], [dx], {**b.attrs(op, "axis"), "begin": begin})
+            b.give(x, dx)
+        begin += b.shape(x)[axis]
+
+
+def _identity(b: Backward, op: Op, dz: Grad) -> None:
+    """quantize / dequantize: the gradient passes unchanged (same tensor)."""
+    b.give(op.inputs[0], dz)
+
+
+def _relu(b: Backward, op: Op, dz: Grad) -> None:
+    """Standalone relu / relu6: a mask of the output, as for a fused activation."""
+    b.give(op.inputs[0], b.through_activation(op, op.type, dz))
+
+
+GRAD_RULES: dict[str, Rule] = {
+    "conv2d": _layer,
+    "depthwise_conv2d": _layer,
+    "fully_connected": _layer,
+    "avg_pool2d": _avg_pool,
+    "max_pool2d": _max_pool,
+    "add": _add,
+    "mul": _mul,
+    "reshape": _unary("reshape_grad"),
+    "softmax": _softmax,
+    "mean": _unary("mean_grad", "axes", "keep_dims"),
+    "pad": _unary("pad_grad", "pads"),
+    "concat": _concat,
+    "quantize": _identity,
+    "dequantize": _identity,
+    "relu": _relu,
+    "relu6": _relu,
+}
+
+
+def mask_bounds(activation: str, scale: float, zero_point: int) -> tuple[int, int]:
+    """(lo, hi) of ``act_mask``: the int8 clamp of a fused activation (incl. saturation)."""
+    return activation_range(activation, scale, zero_point)

@@ -1,0 +1,380 @@
+"""Training specs: the YAML file (or a short form) that says what trains and how.
+
+```yaml
+loss: cross_entropy            # or mse
+trainable:
+  - {layers: last 4, params: bias}
+  - {layers: [conv_12, fc], params: weight, channels: 0.25}
+optimizer: {name: sgd, lr: 0.01, momentum: 0.9}   # sgd | adam (beta1, beta2, eps)
+schedule: {name: step, step_size: 100, gamma: 0.5} # constant | step | warmup
+backward: fp32                 # or int8
+master_weights: none           # or fp32
+accumulate: 1                  # gradient accumulation steps
+```
+
+Short forms (``--train``): ``bias:last4``, ``weight:last2``, ``weight:last2@0.25`` (channel
+ratio), ``bias:all``, ``all``; join several with ``+`` and add options after commas:
+``bias:all+weight:last2,opt=momentum,lr=0.05,backward=int8``.
+
+Layers are the parametric ops (conv2d, depthwise_conv2d, fully_connected) in execution order; a
+spec names them by op name, by index (negative counts from the end), ``last N``, ``first N`` or
+``all``.
+
+Channel selection for ``channels: r < 1``: the ``ceil(r * C)`` output channels with the largest
+L1 norm of their int8 weights (ties broken by index), the criterion of tiny-training's
+channel-sparse update; the choice is made at compile time and recorded in the training graph.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import SpecError
+from ..ir import PARAMETRIC_OPS, Graph, Op
+
+LOSSES = ("cross_entropy", "mse")
+OPTIMIZERS = ("sgd", "adam")
+BACKWARD_MODES = ("fp32", "int8")
+MASTER_WEIGHTS = ("none", "fp32")
+SCHEDULES = ("constant", "step", "warmup")
+PARAMS = ("bias", "weight", "both")
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    name: str = "sgd"
+    lr: float = 0.01
+    momentum: float = 0.0
+    beta1: float = 0.9
+    beta2: float = 0.999
+    eps: float = 1e-8
+    weight_decay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Schedule:
+    name: str = "constant"
+    step_size: int = 0        # step: multiply lr by gamma every step_size steps
+    gamma: float = 1.0
+    warmup_steps: int = 0     # warmup: lr ramps linearly from lr/warmup_steps to lr
+
+
+@dataclass(frozen=True)
+class TrainableRule:
+    layers: Any               # "last N" | "first N" | "all" | list of names/indices | name | int
+    params: str = "bias"      # bias | weight | both
+    channels: float = 1.0     # ratio of output channels whose weights train
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    loss: str = "cross_entropy"
+    trainable: tuple[TrainableRule, ...] = ()
+    optimizer: Optimizer = field(default_factory=Optimizer)
+    schedule: Schedule = field(default_factory=Schedule)
+    backward: str = "fp32"
+    master_weights: str = "none"
+    accumulate: int = 1
+    source: str = "<spec>"
+
+
+@dataclass(frozen=True)
+class LayerUpdate:
+    """What trains in one parametric layer (after resolving a spec against a graph)."""
+
+    op: str                            # op name
+    index: int                         # position among the parametric layers
+    bias: bool
+    weight: bool
+    channels: tuple[int, ...] | None   # output channels whose weights train; None = all
+
+
+def _err(source: str, msg: str) -> SpecError:
+    return SpecError(f"{source}: {msg}")
+
+
+_OPTIMIZER_KEYS = {f for f in Optimizer.__dataclass_fields__}
+_SCHEDULE_KEYS = {f for f in Schedule.__dataclass_fields__}
+_TOP_KEYS = {"loss", "trainable", "optimizer", "schedule", "backward", "master_weights",
+             "accumulate"}
+
+
+def _number(source: str, key: str, v: Any, lo: float | None = None, integer: bool = False):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise _err(source, f"{key} must be a number, got {v!r}")
+    if integer and int(v) != v:
+        raise _err(source, f"{key} must be an integer, got {v!r}")
+    if not math.isfinite(v) or (lo is not None and v < lo):
+        raise _err(source, f"{key} = {v!r} is out of range")
+    return int(v) if integer else float(v)
+
+
+def _optimizer(source: str, d: Any) -> Optimizer:
+    if isinstance(d, str):
+        d = {"name": d}
+    if not isinstance(d, dict):
+        raise _err(source, f"optimizer must be a mapping, got {d!r}")
+    unknown = set(d) - _OPTIMIZER_KEYS
+    if unknown:
+        raise _err(source, f"unknown optimizer key(s) {sorted(unknown)}")
+    name = d.get("name", "sgd")
+    if name == "momentum":
+        name, d = "sgd", {**d, "momentum": d.get("momentum", 0.9)}
+    if name not in OPTIMIZERS:
+        raise _err(source, f"unknown optimizer {name!r} (choose from {', '.join(OPTIMIZERS)})")
+    kw = {k: _number(source, k, v, 0.0) for k, v in d.items() if k != "name"}
+    if kw.get("lr", 0.01) <= 0:
+        raise _err(source, f"lr must be > 0, got {kw['lr']}")
+    for k in ("momentum", "beta1", "beta2"):
+        if kw.get(k, 0.0) >= 1.0:
+            raise _err(source, f"{k} must be in [0, 1), got {kw[k]}")
+    return Optimizer(name=name, **kw)
+
+
+def _schedule(source: str, d: Any) -> Schedule:
+    if isinstance(d, str):
+        d = {"name": d}
+    if not isinstance(d, dict):
+        raise _err(source, f"schedule must be a mapping, got {d!r}")
+    unknown = set(d) - _SCHEDULE_KEYS
+    if unknown:
+        raise _err(source, f"unknown schedule key(s) {sorted(unknown)}")
+    name = d.get("name", "constant")
+    if name not in SCHEDULES:
+        raise _err(source, f"unknown schedule {name!r} (choose from {', '.join(SCHEDULES)})")
+    kw: dict[str, Any] = {}
+    for k in ("step_size", "warmup_steps"):
+        if k in d:
+            kw[k] = _number(source, k, d[k], 0, integer=True)
+    if "gamma" in d:
+        kw["gamma"] = _number(source, "gamma", d["gamma"], 0.0)
+    s = Schedule(name=name, **kw)
+    if s.name == "step" and s.step_size < 1:
+        raise _err(source, "schedule 'step' needs step_size >= 1")
+    if s.name == "warmup" and s.warmup_steps < 1:
+        raise _err(source, "schedule 'warmup' needs warmup_steps >= 1")
+    return s
+
+
+def _rule(source: str, d: Any) -> TrainableRule:
+    if not isinstance(d, dict):
+        raise _err(source, f"each trainable entry must be a mapping, got {d!r}")
+    unknown = set(d) - {"layers", "params", "channels"}
+    if unknown:
+        raise _err(source, f"unknown trainable key(s) {sorted(unknown)}")
+    if "layers" not in d:
+        raise _err(source, f"trainable entry {d} has no 'layers'")
+    params = d.get("params", "bias")
+    if params == "weights":
+        params = "weight"
+    if params == "all":
+        params = "both"
+    if params not in PARAMS:
+        raise _err(source, f"params must be bias, weight or both, got {params!r}")
+    ch = d.get("channels", 1.0)
+    if isinstance(ch, bool) or not isinstance(ch, (int, float)) or not 0.0 < ch <= 1.0:
+        raise _err(source, f"channel ratio must be in (0, 1], got {ch!r}")
+    layers = d["layers"]
+    if isinstance(layers, list):
+        layers = tuple(layers)
+    return TrainableRule(layers=layers, params=params, channels=float(ch))
+
+
+def spec_from_dict(d: Any, source: str = "<spec>") -> TrainSpec:
+    if not isinstance(d, dict):
+        raise _err(source, "a training spec must be a YAML mapping")
+    unknown = set(d) - _TOP_KEYS
+    if unknown:
+        raise _err(source, f"unknown key(s) {sorted(unknown)} (known: {sorted(_TOP_KEYS)})")
+    loss = d.get("loss", "cross_entropy")
+    if loss not in LOSSES:
+        raise _err(source, f"unknown loss {loss!r} (choose from {', '.join(LOSSES)})")
+    tr = d.get("trainable")
+    if tr is None or tr == [] or tr == {}:
+        raise _err(source, "the trainable set is empty")
+    if isinstance(tr, dict):
+        tr = [tr]
+    if not isinstance(tr, list):
+        raise _err(source, f"trainable must be a list of entries, got {tr!r}")
+    backward = d.get("backward", "fp32")
+    if backward not in BACKWARD_MODES:
+        raise _err(source, f"backward must be fp32 or int8, got {backward!r}")
+    master = d.get("master_weights", "none")
+    if master in (None, False):
+        master = "none"
+    if master not in MASTER_WEIGHTS:
+        raise _err(source, f"master_weights must be none or fp32, got {master!r}")
+    acc = _number(source, "accumulate", d.get("accumulate", 1), 1, integer=True)
+    return TrainSpec(loss=loss, trainable=tuple(_rule(source, r) for r in tr),
+                     optimizer=_optimizer(source, d.get("optimizer", {})),
+                     schedule=_schedule(source, d.get("schedule", {})),
+                     backward=backward, master_weights=master, accumulate=acc, source=source)
+
+
+def _short_rule(source: str, token: str) -> dict[str, Any]:
+    if token == "all":
+        return {"layers": "all", "params": "both"}
+    if ":" not in token:
+        raise _err(source, f"cannot read trainable set {token!r} (e.g. bias:last4, "
+                           "weight:last2@0.25, all)")
+    params, layers = token.split(":", 1)
+    ratio = 1.0
+    if "@" in layers:
+        layers, r = layers.split("@", 1)
+        try:
+            ratio = float(r)
+        except ValueError:
+            raise _err(source, f"channel ratio {r!r} is not a number") from None
+    if layers.startswith("last") and layers[4:].isdigit():
+        layers = f"last {layers[4:]}"
+    elif layers.startswith("first") and layers[5:].isdigit():
+        layers = f"first {layers[5:]}"
+    elif layers != "all":
+        layers = [int(x) if x.lstrip("-").isdigit() else x for x in layers.split("/")]
+    return {"layers": layers, "params": params, "channels": ratio}
+
+
+def parse_short(text: str) -> TrainSpec:
+    """A short form: RULE[+RULE...][,key=value...] (see the module docstring)."""
+    source = f"--train {text!r}"
+    head, *opts = text.split(",")
+    d: dict[str, Any] = {"trainable": [_short_rule(source, t) for t in head.split("+") if t]}
+    opt: dict[str, Any] = {}
+    for kv in opts:
+        if "=" not in kv:
+            raise _err(source, f"option {kv!r} is not key=value")
+        k, v = kv.split("=", 1)
+        if k in ("opt", "optimizer"):
+            opt["name"] = v
+        elif k in ("lr", "momentum", "beta1", "beta2", "eps", "weight_decay"):
+            try:
+                opt[k] = float(v)
+            except ValueError:
+                raise _err(source, f"{k}={v!r} is not a number") from None
+        elif k in ("loss", "backward", "master_weights"):
+            d[k] = v
+        elif k == "accumulate":
+            d[k] = int(v) if v.isdigit() else v
+        else:
+            raise _err(source, f"unknown option {k!r}")
+    d["optimizer"] = opt
+    return spec_from_dict(d, source)
+
+
+def load_spec(arg: str | Path) -> TrainSpec:
+    """A spec from a YAML file path, or a short form."""
+    p = Path(arg)
+    if p.suffix in (".yaml", ".yml", ".json") or p.is_file():
+        import yaml
+
+        try:
+            text = p.read_text()
+        except OSError as e:
+            raise SpecError(f"{p}: cannot read training spec ({e.strerror or e})") from None
+        try:
+            d = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f" line {mark.line + 1}" if mark is not None else ""
+            raise SpecError(f"{p}:{where} not valid YAML ({getattr(e, 'problem', e)})") from None
+        return spec_from_dict(d, str(p))
+    return parse_short(str(arg))
+
+
+# -- resolving a spec against a model ---------------------------------------------------------
+
+def parametric_layers(graph: Graph) -> list[Op]:
+    return [op for op in graph.ops if op.type in PARAMETRIC_OPS]
+
+
+def _select(spec: TrainSpec, layers: list[Op], sel: Any) -> list[int]:
+    n = len(layers)
+    names = {op.name: i for i, op in enumerate(layers)}
+    if isinstance(sel, str):
+        words = sel.split()
+        if sel == "all":
+            return list(range(n))
+        if len(words) == 2 and words[0] in ("last", "first") and words[1].isdigit():
+            k = int(words[1])
+            if not 1 <= k <= n:
+                raise _err(spec.source, f"'{sel}' but the model has {n} trainable layers")
+            return list(range(n - k, n)) if words[0] == "last" else list(range(k))
+        sel = (sel,)
+    if isinstance(sel, int):
+        sel = (sel,)
+    out = []
+    for s in sel:
+        if isinstance(s, bool):
+            raise _err(spec.source, f"unknown layer {s!r}")
+        if isinstance(s, int):
+            if not -n <= s < n:
+                raise _err(spec.source, f"layer index {s} out of range (model has {n} "
+                                        "trainable layers)")
+            out.append(s % n)
+        elif isinstance(s, str) and s in names:
+            out.append(names[s])
+        else:
+            close = ", ".join(list(names)[:6])
+            raise _err(spec.source, f"unknown layer {s!r} (layers: {close}{', ...' if n > 6 else ''})")
+    return out
+
+
+def select_channels(weight: np.ndarray, ratio: float,
+                    axis: int | None = None) -> tuple[int, ...] | None:
+    """Output channels (axis 0 for OHWI/(O,I), axis 3 for depthwise 1HWC) with the largest L1
+    norms. Without ``axis`` a 4-D weight with a leading 1 is taken as depthwise."""
+    if ratio >= 1.0:
+        return None
+    w = np.asarray(weight, dtype=np.int64)
+    if axis is None:
+        axis = 3 if w.ndim == 4 and w.shape[0] == 1 else 0
+    c = w.shape[axis]
+    norms = np.abs(w).sum(axis=tuple(a for a in range(w.ndim) if a != axis))
+    k = max(1, math.ceil(ratio * c - 1e-9))
+    order = sorted(range(c), key=lambda i: (-int(norms[i]), i))
+    return tuple(sorted(order[:k]))
+
+
+def resolve(spec: TrainSpec, graph: Graph) -> list[LayerUpdate]:
+    """Which layers train which parameters; raises SpecError for a spec that does not fit."""
+    layers = parametric_layers(graph)
+    if not layers:
+        raise _err(spec.source, "the model has no layer with parameters")
+    bias = [False] * len(layers)
+    weight = [False] * len(layers)
+    ratio: list[float | None] = [None] * len(layers)
+    for rule in spec.trainable:
+        for i in _select(spec, layers, rule.layers):
+            if rule.params in ("bias", "both"):
+                bias[i] = True
+            if rule.params in ("weight", "both"):
+                weight[i] = True
+                ratio[i] = max(ratio[i] or 0.0, rule.channels)
+    out = []
+    for i, op in enumerate(layers):
+        has_bias = len(op.inputs) > 2 and bool(op.inputs[2])
+        if bias[i] and not has_bias and not weight[i]:
+            continue  # a layer without bias cannot train its bias; weights may still train
+        if not (bias[i] and has_bias) and not weight[i]:
+            continue
+        ch = None
+        if weight[i]:
+            w = graph.tensors[op.inputs[1]]
+            if w.data is None:
+                raise _err(spec.source, f"layer {op.name!r} has no constant weight to train")
+            ch = select_channels(w.data, ratio[i] or 1.0,
+                                 3 if op.type == "depthwise_conv2d" else 0)
+        out.append(LayerUpdate(op=op.name, index=i, bias=bias[i] and has_bias,
+                               weight=weight[i], channels=ch))
+    if not out:
+        raise _err(spec.source, "the trainable set is empty for this model (the selected "
+                                "layers have no bias)")
+    from .loss import find_loss_site  # the loss must fit the model output
+
+    find_loss_site(graph, spec, require_int8=False)
+    return out
