@@ -1,0 +1,238 @@
+"""Update kernels: sgd_update (momentum, QAS, master weights, channel subsets, accumulation),
+adam_update (fp32), step_counter (step, schedules, Adam's running powers).
+
+Update kernels are pure: they take the current values of the op's slots and return the new
+values of the slots they write (``dict`` slot name -> array); the executor stores them.
+Slots are those of ``ops.UPDATE_INPUTS``: param, grad, qas, grad_exp, qas_shift, buf1, buf2,
+pows, master, lr, accum, step.
+
+Saturation: an int8 parameter (weight) is kept in [-127, 127]; an int32 parameter (bias) in
+[INT32_MIN, INT32_MAX].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import numerics as nx
+from . import train_numerics as tn
+
+F32 = np.float32
+
+
+@dataclass(frozen=True)
+class Channels:
+    """The trained channels of a parameter: indices on ``axis`` (None = all)."""
+
+    channels: tuple[int, ...] | None
+    axis: int
+
+    def index(self, ndim: int) -> tuple:
+        if self.channels is None:
+            return (slice(None),) * ndim
+        idx: list = [slice(None)] * ndim
+        idx[self.axis] = np.asarray(self.channels, dtype=np.int64)
+        return tuple(idx)
+
+    def per_channel(self, v: np.ndarray, ndim: int) -> np.ndarray:
+        """A (k,) per-channel vector shaped to broadcast along ``axis`` of an ndim array."""
+        shape = [1] * ndim
+        shape[self.axis] = -1
+        return np.asarray(v).reshape(shape)
+
+
+def param_limits(dtype) -> tuple[int, int]:
+    """Saturation bounds of a parameter: int8 weights [-127, 127], int32 biases int32."""
+    if np.dtype(dtype) == np.int8:
+        return -127, 127
+    if np.dtype(dtype) == np.int32:
+        return nx.INT32_MIN, nx.INT32_MAX
+    raise ValueError(f"parameters are int8 or int32, got {dtype}")
+
+
+def _write(param: np.ndarray, ch: Channels, values: np.ndarray) -> np.ndarray:
+    out = np.array(param, copy=True)
+    out[ch.index(param.ndim)] = values.astype(param.dtype)
+    return out
+
+
+def _accumulate(grad: np.ndarray, accum: np.ndarray | None, step: np.ndarray | None,
+                k: int) -> tuple[np.ndarray | None, dict]:
+    """Gradient accumulation: (the gradient to apply or None, new accum values)."""
+    if k <= 1:
+        return grad, {}
+    assert accum is not None and step is not None
+    t = int(np.asarray(step).reshape(-1)[0])
+    total = np.asarray(accum, np.float32) + np.asarray(grad, np.float32)
+    if (t + 1) % k != 0:
+        return None, {"accum": total}
+    return total, {"accum": np.zeros_like(total)}
+
+
+def _lr(lr_slot: np.ndarray | None, lr_attr: float) -> np.float32:
+    return F32(np.asarray(lr_slot, np.float32).reshape(-1)[0]) if lr_slot is not None \
+        else F32(lr_attr)
+
+
+def _apply_fp32(param: np.ndarray, u: np.ndarray, ch: Channels, master: np.ndarray | None
+                ) -> dict:
+    lo, hi = param_limits(param.dtype)
+    out: dict = {}
+    if master is not None:
+        master = np.asarray(master, np.float32) - u
+        out["master"] = master
+        new = tn.round_sat_f32(master, lo, hi)
+    else:
+        p = param[ch.index(param.ndim)].astype(np.float32)
+        new = tn.round_sat_f32(p - u, lo, hi)
+    out["param"] = _write(param, ch, new)
+    return out
+
+
+def sgd_update_f32(param: np.ndarray, grad: np.ndarray, qas: np.ndarray, ch: Channels, *,
+                   lr: float, momentum: float = 0.0, lr_t: np.ndarray | None = None,
+                   buf: np.ndarray | None = None, master: np.ndarray | None = None,
+                   accum: np.ndarray | None = None, step: np.ndarray | None = None,
+                   accumulate: int = 1) -> dict:
+    """fp32 SGD (all float32, one rounding per operation)::
+
+        [accumulate k > 1: if (step+1) % k != 0: accum += grad, stop;
+                           else g = accum + grad, accum = 0]
+        lr_t = lr slot if present, else float32(attr lr)
+        momentum > 0: buf = float32(momentum) * buf + g      else buf = g
+        u = (lr_t * buf) * qas[c]                             (qas per trained channel)
+        no master: p_q = sat(round_half_away(float32(p_q) - u))
+        master:    master = master - u; p_q = sat(round_half_away(master))
+
+    Returns the new values of the written slots (param, buf1, master, accum).
+    """
+    g, out = _accumulate(grad, accum, step, accumulate)
+    if g is None:
+        return out
+    g = np.asarray(g, np.float32)
+    if momentum > 0:
+        assert buf is not None
+        g = F32(momentum) * np.asarray(buf, np.float32) + g
+        out["buf1"] = g
+    u = (_lr(lr_t, lr) * g) * ch.per_channel(np.asarray(qas, np.float32), g.ndim)
+    out.update(_apply_fp32(param, u, ch, master))
+    return out
+
+
+def adam_update_f32(param: np.ndarray, grad: np.ndarray, qas: np.ndarray, ch: Channels, *,
+                    lr: float, beta1: float, beta2: float, eps: float, m: np.ndarray,
+                    v: np.ndarray, pows: np.ndarray, lr_t: np.ndarray | None = None,
+                    master: np.ndarray | None = None, accum: np.ndarray | None = None,
+                    step: np.ndarray | None = None, accumulate: int = 1) -> dict:
+    """fp32 Adam (b1 = float32(beta1), b2 = float32(beta2), eps = float32(eps); every
+    ``1 - x`` is the float32 subtraction ``1.0f - x``)::
+
+        [accumulation as sgd_update_f32]
+        m = b1 * m + (1.0f - b1) * g
+        v = b2 * v + (1.0f - b2) * (g * g)
+        b1t = pows[0] * b1;  b2t = pows[1] * b2
+        mh = m / (1.0f - b1t);  vh = v / (1.0f - b2t)
+        u = ((lr_t * mh) / (sqrtf(vh) + eps)) * qas[c]
+        then as SGD (master or round/saturate).
+
+    Returns the new param, buf1 (m), buf2 (v) and, if used, master and accum.
+    """
+    g, out = _accumulate(grad, accum, step, accumulate)
+    if g is None:
+        return out
+    g = np.asarray(g, np.float32)
+    b1, b2, one = F32(beta1), F32(beta2), F32(1.0)
+    m = b1 * np.asarray(m, np.float32) + (one - b1) * g
+    v = b2 * np.asarray(v, np.float32) + (one - b2) * (g * g)
+    pw = np.asarray(pows, np.float32).reshape(-1)
+    b1t, b2t = pw[0] * b1, pw[1] * b2
+    mh = m / (one - b1t)
+    vh = v / (one - b2t)
+    u = ((_lr(lr_t, lr) * mh) / (np.sqrt(vh) + F32(eps))) \
+        * ch.per_channel(np.asarray(qas, np.float32), g.ndim)
+    out.update({"buf1": m, "buf2": v})
+    out.update(_apply_fp32(param, u, ch, master))
+    return out
+
+
+def momentum_q15(momentum: float) -> int:
+    """mq = round_half_away(momentum * 2**15) (float64)."""
+    return nx.round_half_away_int(float(momentum) * 32768.0)
+
+
+def sgd_update_i8(param: np.ndarray, grad: np.ndarray, grad_exp: int, qas: np.ndarray,
+                  qas_shift: np.ndarray, ch: Channels, *, momentum: float = 0.0,
+                  buf: np.ndarray | None = None) -> dict:
+    """int8-mode SGD on an int32 gradient accumulator ``acc`` at exponent ``e``::
+
+        (M_c, k_c) = (qas[c], qas_shift[c])     # quantize_multiplier of lr*s_x/s_w[c]
+                                                # (weights) or lr/(s_x*s_w[c]) (biases)
+        no momentum: delta = mbqm_sat(acc, M_c, k_c + e)
+                     p = sat(p - delta)                         (64-bit difference)
+        momentum:    mq = round_half_away(momentum * 2**15)
+                     d8 = mbqm_sat(acc, M_c, k_c + e + 8)       # update in 2**-8 steps
+                     buf = sat32(rounding_divide_by_pot(mq * buf, 15) + d8)   (64-bit)
+                     p = sat(p - rounding_divide_by_pot(buf, 8))
+
+    ``mbqm_sat`` (train_numerics.mul_by_multiplier_sat) is TFLM's
+    MultiplyByQuantizedMultiplier with a *saturating* left shift and a right shift of 32 or
+    more giving 0 (exact rounding of any int32). Returns param and buf1.
+    """
+    acc = np.asarray(grad, np.int64)
+    e = int(np.asarray(grad_exp).reshape(-1)[0])
+    mult = ch.per_channel(np.asarray(qas, np.int64), acc.ndim)
+    shift = ch.per_channel(np.asarray(qas_shift, np.int64), acc.ndim) + e
+    lo, hi = param_limits(param.dtype)
+    p = param[ch.index(param.ndim)].astype(np.int64)
+    out: dict = {}
+    if momentum > 0:
+        assert buf is not None
+        mq = momentum_q15(momentum)
+        d8 = tn.mul_by_multiplier_sat(acc, mult, shift + 8)
+        b = nx.rounding_divide_by_pot(mq * np.asarray(buf, np.int64), 15) + d8
+        b = np.clip(b, nx.INT32_MIN, nx.INT32_MAX)
+        out["buf1"] = b.astype(np.int32)
+        delta = nx.rounding_divide_by_pot(b, 8)
+    else:
+        delta = tn.mul_by_multiplier_sat(acc, mult, shift)
+    out["param"] = _write(param, ch, np.clip(p - delta, lo, hi))
+    return out
+
+
+def step_counter(step: np.ndarray, lr_t: np.ndarray | None, pows: np.ndarray | None, *,
+                 accumulate: int = 1, schedule: str = "constant", lr: float = 0.0,
+                 gamma: float = 1.0, step_size: int = 1, warmup_steps: int = 1,
+                 beta1: float = 0.9, beta2: float = 0.999) -> dict:
+    """The last op of a training step (t = step before the op)::
+
+        apply = (t + 1) % accumulate == 0
+        if apply:
+            pows = (pows[0] * b1, pows[1] * b2)           (float32, if present)
+            u = (t + 1) / accumulate                      # updates done now
+            step:   if u % step_size == 0: lr_t = lr_t * float32(gamma)
+            warmup: lr_t = (float32(lr) * float32(min(u + 1, W))) / float32(W)
+        step = t + 1
+
+    Returns the new values of "step", "lr" and "pows" (those given).
+    """
+    t = int(np.asarray(step).reshape(-1)[0])
+    out: dict = {"step": np.array([t + 1], dtype=np.int32)}
+    k = max(1, int(accumulate))
+    if (t + 1) % k != 0:
+        return out
+    if pows is not None:
+        pw = np.asarray(pows, np.float32).reshape(-1)
+        out["pows"] = np.array([pw[0] * F32(beta1), pw[1] * F32(beta2)], dtype=np.float32)
+    u = (t + 1) // k
+    if lr_t is not None:
+        cur = np.asarray(lr_t, np.float32).reshape(-1)
+        if schedule == "step":
+            if step_size > 0 and u % int(step_size) == 0:
+                cur = cur * F32(gamma)
+            out["lr"] = cur.astype(np.float32)
+        elif schedule == "warmup":
+            w = int(warmup_steps)
+            out["lr"] = np.array([(F32(lr) * F32(min(u + 1, w))) / F32(w)], dtype=np.float32)
+    return out
