@@ -1,0 +1,155 @@
+"""The whole fp32 backward of a training graph equals PyTorch autograd on the dequantized model.
+
+Per-op gradient checks live in tests/golden; this test checks their composition: loss fusion,
+masks, residual gradient sums, reshape/pool chains and the sparse selection. PyTorch recomputes
+each layer in float on the dequantized int8 tensors and uses the golden int8 value of its output
+(a straight-through estimator masked like pockengine's `act_mask`), so the only difference left
+is float rounding.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+
+def deq(t, q):
+    """Dequantize an int array with per-tensor or per-channel (last-axis-free) params."""
+    return (q.astype(np.float64) - t.quant.zero_point.reshape(_bshape(t, q))) * \
+        t.quant.scale.astype(np.float64).reshape(_bshape(t, q))
+
+
+def _bshape(t, q):
+    if t.quant.axis is None or t.quant.scale.size == 1:
+        return (1,) * q.ndim
+    shape = [1] * q.ndim
+    shape[t.quant.axis] = -1
+    return tuple(shape)
+
+
+def torch_gradients(graph, env, x_q, label):
+    """Parameter gradients of PyTorch autograd; forward values pinned to the golden int8 ones."""
+    params: dict[str, torch.Tensor] = {}
+
+    def param(name):
+        if name not in params:
+            t = graph.tensors[name]
+            params[name] = torch.tensor(deq(t, np.asarray(env.get(name, t.data))),
+                                        dtype=torch.float64, requires_grad=True)
+        return params[name]
+
+    vals: dict[str, torch.Tensor] = {}
+    xin = graph.tensors[graph.inputs[0]]
+    vals[xin.name] = torch.tensor(deq(xin, x_q.reshape(xin.shape)), dtype=torch.float64)
+    for op in graph.ops:
+        if op.type in ("act_mask",) or op.type.endswith(("_grad", "_update", "_grad_input",
+                                                          "_grad_weight")) or \
+                op.type in ("softmax_cross_entropy", "mse_loss", "grad_add", "step_counter",
+                            "sgd_update", "adam_update", "mask_grad"):
+            continue
+        a = op.attrs
+        x = vals[op.inputs[0]]
+        if op.type in ("conv2d", "depthwise_conv2d"):
+            w = param(op.inputs[1])
+            pt, pb, pl, pr = a["padding"]
+            xn = F.pad(x.permute(0, 3, 1, 2), (pl, pr, pt, pb))
+            if op.type == "conv2d":
+                y = F.conv2d(xn, w.permute(0, 3, 1, 2), stride=a["stride"],
+                             dilation=a["dilation"])
+            else:
+                c = x.shape[3]
+                y = F.conv2d(xn, w.permute(3, 0, 1, 2), stride=a["stride"],
+                             dilation=a["dilation"], groups=c)
+            y = y.permute(0, 2, 3, 1)
+            if len(op.inputs) > 2 and op.inputs[2]:
+                y = y + param(op.inputs[2])
+        elif op.type == "fully_connected":
+            w = param(op.inputs[1])
+            y = x.reshape(-1, w.shape[1]) @ w.T
+            if len(op.inputs) > 2 and op.inputs[2]:
+                y = y + param(op.inputs[2])
+        elif op.type == "add":
+            y = x + vals[op.inputs[1]]
+        elif op.type == "avg_pool2d":
+            pt, pb, pl, pr = a["padding"]
+            assert (pt, pb, pl, pr) == (0, 0, 0, 0)
+            y = F.avg_pool2d(x.permute(0, 3, 1, 2), a["filter"], a["stride"]).permute(0, 2, 3, 1)
+        elif op.type == "reshape":
+            y = x.reshape(graph.tensors[op.outputs[0]].shape)
+        elif op.type == "softmax":
+            y = x  # fused into the loss: the logits are its input
+        else:
+            raise NotImplementedError(op.type)
+        out = graph.tensors[op.outputs[0]]
+        golden = torch.tensor(deq(out, env[out.name].reshape(out.shape)), dtype=torch.float64)
+        mask = torch.ones_like(golden)
+        act = a.get("activation", "none")
+        if act != "none":
+            mask_name = f"{out.name}:mask"
+            if mask_name in env:  # absent where no trainable layer lies upstream
+                m = np.asarray(env[mask_name]).reshape(out.shape).astype(np.float64)
+                mask = torch.tensor(m)
+        vals[out.name] = golden + (y - y.detach()) * mask
+    logits = vals[graph.metadata["training"]["loss_input"]]
+    loss = F.cross_entropy(logits.reshape(1, -1), torch.tensor([int(label)]))
+    loss.backward()
+    return {n: p.grad.numpy() for n, p in params.items()}, float(loss)
+
+
+def rel_err(a, b):
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-12))
+
+
+@pytest.mark.parametrize("spec", ["all", "bias:all+weight:last2", "bias:last3",
+                                  "weight:last2@0.5"])
+def test_training_graph_gradients_match_torch(spec):
+    import codegen.models as bundled
+    from codegen.data import fit_input
+    from codegen.frontend import load_model
+    from codegen.golden.training import TrainState
+    from codegen.quant import quantize
+    from codegen.train import build_training_graph
+    from codegen.train.spec import load_spec
+
+    graph = quantize(load_model(bundled.path("digits_cnn.onnx")), bundled.digits("train")[0][:100])
+    # a learning rate so small that no parameter moves: the gradients are those of one state
+    tg = build_training_graph(graph, load_spec(f"{spec},opt=sgd,lr=1e-30"))
+    x, y = bundled.digits("test")
+    xq = fit_input(graph, x)
+    # Samples the model is unsure about: where p(label) ~ 1, p - 1 in float32 cancels and the
+    # relative error of every gradient grows to ~1e-7 / (1 - p), in PyTorch's float32 as here.
+    from codegen import golden
+
+    out_t = graph.tensors[graph.outputs[0]]
+    z = (golden.run(graph, xq)[0].astype(np.float64) - out_t.quant.zp) * out_t.quant.s
+    p = np.exp(z - z.max(1, keepdims=True))
+    p_label = (p / p.sum(1, keepdims=True))[np.arange(len(y)), y]
+    picked = np.flatnonzero(p_label < 0.9)[:6]
+    assert len(picked) >= 3
+    checked = 0
+    for i in picked:
+        state = TrainState.from_graph(tg)
+        prog = state.program(tg)
+        env = prog.run(state, prog.feeds(xq[i], y[i]), keep_all=True)
+        grads, loss = torch_gradients(tg, env, xq[i], y[i])
+        assert abs(float(env["loss"][0]) - loss) < 1e-4 * max(1.0, abs(loss))
+        for op in tg.ops:
+            if op.type != "sgd_update":
+                continue
+            pname, gname = op.inputs[0], op.inputs[1]
+            ours = np.asarray(env[gname], dtype=np.float64)
+            ref = grads[pname]
+            ch = op.attrs.get("channels")
+            if ch is not None:
+                axis = op.attrs.get("channel_axis", 0)
+                ref = np.take(ref, list(ch), axis=axis)
+            assert ours.shape == ref.shape, (pname, ours.shape, ref.shape)
+            if np.linalg.norm(ref) < 1e-9:
+                assert np.linalg.norm(ours) < 1e-6
+                continue
+            assert rel_err(ours, ref) <= 1e-4, (spec, pname, rel_err(ours, ref))
+            checked += 1
+    assert checked > 0
