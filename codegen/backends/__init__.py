@@ -1,0 +1,25 @@
+"""Backend lowering: IR ops -> kernel call records (kernel name, parameters, constant arrays).
+
+``ref_args.kernel_call(graph, op)`` targets the portable C kernels of runtime_c/kernels/ref;
+other backends (CMSIS-NN, HVX) reuse the same records and signatures (pe_kernels.h).
+"""
+
+from .kernel_call import (
+    C_TYPES,
+    STRUCTS,
+    ArrayArg,
+    ConstArray,
+    ContextArg,
+    KernelCall,
+    NullArg,
+    ScalarArg,
+    Struct,
+    StructArg,
+    TensorArg,
+    TensorListArg,
+)
+from .ref_args import kernel_call, kernel_calls
+
+__all__ = ["C_TYPES", "STRUCTS", "ArrayArg", "ConstArray", "ContextArg", "KernelCall", "NullArg",
+           "ScalarArg", "Struct", "StructArg", "TensorArg", "TensorListArg", "kernel_call",
+           "kernel_calls"]

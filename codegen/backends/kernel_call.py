@@ -1,0 +1,221 @@
+"""Kernel call records: what a generated C program passes to one kernel, as plain data.
+
+A :class:`KernelCall` names the C function and lists its arguments in C order. Each argument
+is one of
+
+- :class:`ContextArg`  the scratch context (``const pe_context *``);
+- :class:`StructArg`   a constant parameter struct passed by address (``const pe_dims *``,
+                       ``const pe_conv_params *``, ...);
+- :class:`TensorArg`   an IR tensor's data (activation buffer, weight or bias array);
+- :class:`TensorListArg` an array of tensor data pointers (concatenation's inputs);
+- :class:`ArrayArg`    a constant array computed at compile time (``const int32_t *``);
+- :class:`ScalarArg`   a number passed by value (element counts);
+- :class:`NullArg`     an absent optional pointer (no bias).
+
+Struct field values are ints, floats (``inf`` for "no clamp"), nested :class:`Struct` values
+(by value) or :class:`ConstArray` (a pointer to a constant array). :data:`STRUCTS` mirrors the
+C typedefs of ``runtime_c/kernels/pe_kernels.h`` field by field (a test checks the layouts),
+so a renderer can emit designated initialisers and a test harness can build ``ctypes``
+structures from the same table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Union
+
+import numpy as np
+
+_I32 = "int32_t"
+_TILE = (("w", _I32), ("h", _I32))
+_ACT = "pe_activation"
+_ACT_F32 = "pe_activation_f32"
+
+# C struct typedefs of pe_kernels.h: name -> ((field, C type), ...) in declaration order.
+STRUCTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "pe_context": (("buf", "void *"), ("size", _I32)),
+    "pe_dims": (("n", _I32), ("h", _I32), ("w", _I32), ("c", _I32)),
+    "pe_tile": _TILE,
+    "pe_activation": (("min", _I32), ("max", _I32)),
+    "pe_activation_f32": (("min", "float"), ("max", "float")),
+    "pe_per_channel_quant": (("multiplier", "const int32_t *"), ("shift", "const int32_t *")),
+    "pe_per_tensor_quant": (("multiplier", _I32), ("shift", _I32)),
+    "pe_conv_params": (("input_offset", _I32), ("output_offset", _I32), ("stride", "pe_tile"),
+                       ("padding", "pe_tile"), ("dilation", "pe_tile"), ("activation", _ACT)),
+    "pe_dw_conv_params": (("input_offset", _I32), ("output_offset", _I32), ("ch_mult", _I32),
+                          ("stride", "pe_tile"), ("padding", "pe_tile"),
+                          ("dilation", "pe_tile"), ("activation", _ACT)),
+    "pe_fc_params": (("input_offset", _I32), ("filter_offset", _I32), ("output_offset", _I32),
+                     ("activation", _ACT)),
+    "pe_pool_params": (("stride", "pe_tile"), ("padding", "pe_tile"), ("activation", _ACT)),
+    "pe_conv_params_f32": (("stride", "pe_tile"), ("padding", "pe_tile"),
+                           ("dilation", "pe_tile"), ("activation", _ACT_F32)),
+    "pe_dw_conv_params_f32": (("ch_mult", _I32), ("stride", "pe_tile"), ("padding", "pe_tile"),
+                              ("dilation", "pe_tile"), ("activation", _ACT_F32)),
+    "pe_fc_params_f32": (("activation", _ACT_F32),),
+    "pe_pool_params_f32": (("stride", "pe_tile"), ("padding", "pe_tile"),
+                           ("activation", _ACT_F32)),
+    "pe_add_params": (("input1_offset", _I32), ("input1_multiplier", _I32),
+                      ("input1_shift", _I32), ("input2_offset", _I32),
+                      ("input2_multiplier", _I32), ("input2_shift", _I32),
+                      ("left_shift", _I32), ("output_offset", _I32),
+                      ("output_multiplier", _I32), ("output_shift", _I32),
+                      ("activation", _ACT)),
+    "pe_mul_params": (("input1_offset", _I32), ("input2_offset", _I32), ("output_offset", _I32),
+                      ("output_multiplier", _I32), ("output_shift", _I32),
+                      ("activation", _ACT)),
+    "pe_requant_params": (("input_offset", _I32), ("output_offset", _I32),
+                          ("multiplier", _I32), ("shift", _I32), ("activation", _ACT)),
+    "pe_softmax_params": (("input_multiplier", _I32), ("input_left_shift", _I32),
+                          ("diff_min", _I32)),
+    "pe_softmax_params_f32": (("beta", "float"),),
+    "pe_mean_params": (("input_offset", _I32), ("output_offset", _I32), ("multiplier", _I32),
+                       ("shift", _I32)),
+    "pe_pad_params": (("before", "pe_dims"), ("pad_value", _I32)),
+    "pe_pad_params_f32": (("before", "pe_dims"), ("pad_value", "float")),
+    "pe_concat_params": (("outer_size", _I32), ("activation", _ACT)),
+    "pe_concat_params_f32": (("outer_size", _I32), ("activation", _ACT_F32)),
+    "pe_affine_params_f32": (("scale", "float"), ("zero_point", _I32)),
+}
+
+# IR dtype -> C element type.
+C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "float32": "float",
+           "uint8": "uint8_t"}
+
+
+@dataclass(frozen=True, eq=False)
+class ConstArray:
+    """A constant array computed at compile time (multipliers, shifts, sizes)."""
+
+    name: str                         # role within the call, e.g. "multiplier"
+    ctype: str                        # element type, e.g. "int32_t"
+    values: np.ndarray                # 1-D
+
+    def __post_init__(self) -> None:
+        arr = np.ascontiguousarray(np.asarray(self.values).reshape(-1))
+        arr.setflags(write=False)
+        object.__setattr__(self, "values", arr)
+
+
+FieldValue = Union[int, float, "Struct", ConstArray]
+
+
+@dataclass(frozen=True, eq=False)
+class Struct:
+    """A value of one of the C structs in :data:`STRUCTS` (every field given)."""
+
+    ctype: str
+    values: Mapping[str, FieldValue]
+
+    def __post_init__(self) -> None:
+        fields = STRUCTS.get(self.ctype)
+        if fields is None:
+            raise ValueError(f"unknown kernel struct {self.ctype!r}")
+        names = [name for name, _ in fields]
+        if sorted(names) != sorted(self.values):
+            raise ValueError(f"{self.ctype}: fields {sorted(self.values)}, expected {names}")
+        object.__setattr__(self, "values", {name: self.values[name] for name in names})
+
+    def items(self) -> Iterator[tuple[str, str, FieldValue]]:
+        """(field name, field C type, value) in declaration order."""
+        for name, ctype in STRUCTS[self.ctype]:
+            yield name, ctype, self.values[name]
+
+    def arrays(self) -> Iterator[ConstArray]:
+        for _, _, value in self.items():
+            if isinstance(value, ConstArray):
+                yield value
+            elif isinstance(value, Struct):
+                yield from value.arrays()
+
+
+@dataclass(frozen=True)
+class ContextArg:
+    ctype: str = "const pe_context *"
+
+
+@dataclass(frozen=True, eq=False)
+class StructArg:
+    value: Struct
+
+    @property
+    def ctype(self) -> str:
+        return f"const {self.value.ctype} *"
+
+
+@dataclass(frozen=True)
+class TensorArg:
+    tensor: str                       # IR tensor name
+    ctype: str                        # "const int8_t *" (read) or "int8_t *" (written)
+
+    @property
+    def writes(self) -> bool:
+        return not self.ctype.startswith("const ")
+
+
+@dataclass(frozen=True)
+class TensorListArg:
+    tensors: tuple[str, ...]
+    ctype: str                        # "const int8_t *const *"
+
+
+@dataclass(frozen=True, eq=False)
+class ArrayArg:
+    value: ConstArray
+
+    @property
+    def ctype(self) -> str:
+        return f"const {self.value.ctype} *"
+
+
+@dataclass(frozen=True)
+class ScalarArg:
+    ctype: str
+    value: int | float
+
+
+@dataclass(frozen=True)
+class NullArg:
+    ctype: str
+
+
+Arg = ContextArg | StructArg | TensorArg | TensorListArg | ArrayArg | ScalarArg | NullArg
+
+
+@dataclass(frozen=True, eq=False)
+class KernelCall:
+    """One kernel invocation: C function name and (parameter name, argument) in C order."""
+
+    kernel: str
+    op: str                           # the IR op's name
+    args: tuple[tuple[str, Arg], ...]
+    scratch_bytes: int = 0            # size of ctx->buf the kernel needs (0 for ref)
+    may_alias: tuple[tuple[str, str], ...] = field(default=())   # (input, output) that may
+                                                                 # share memory (reshape)
+
+    def arg(self, name: str) -> Arg:
+        for arg_name, arg in self.args:
+            if arg_name == name:
+                return arg
+        raise KeyError(name)
+
+    def const_arrays(self) -> list[tuple[str, ConstArray]]:
+        """Every constant array the call needs, with a name unique within the call."""
+        out: list[tuple[str, ConstArray]] = []
+        for arg_name, arg in self.args:
+            if isinstance(arg, ArrayArg):
+                out.append((arg_name, arg.value))
+            elif isinstance(arg, StructArg):
+                out.extend((f"{arg_name}_{a.name}", a) for a in arg.value.arrays())
+        return out
+
+    def tensors(self) -> tuple[str, ...]:
+        """The IR tensors the call reads or writes, in argument order."""
+        names: list[str] = []
+        for _, arg in self.args:
+            if isinstance(arg, TensorArg):
+                names.append(arg.tensor)
+            elif isinstance(arg, TensorListArg):
+                names.extend(arg.tensors)
+        return tuple(names)

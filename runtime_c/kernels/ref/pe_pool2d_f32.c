@@ -1,0 +1,89 @@
+/* pe_avg_pool2d_f32, pe_max_pool2d_f32 - float32 pooling; windows clipped to the image. */
+#include "pe_kernels.h"
+#include "pe_float.h"
+
+static void pe_window_f(int32_t origin, int32_t size, int32_t extent, int32_t *start,
+                        int32_t *end)
+{
+    *start = origin < 0 ? -origin : 0;
+    *end = extent - origin < size ? extent - origin : size;
+    if (*end < *start) {
+        *end = *start;              /* the window lies entirely in the padding */
+    }
+}
+
+void pe_avg_pool2d_f32(const pe_context *ctx, const pe_pool_params_f32 *params,
+                       const pe_dims *input_dims, const float *input,
+                       const pe_dims *filter_dims, const pe_dims *output_dims, float *output)
+{
+    const int32_t in_h = input_dims->h;
+    const int32_t in_w = input_dims->w;
+    const int32_t ch = input_dims->c;
+    const int32_t out_h = output_dims->h;
+    const int32_t out_w = output_dims->w;
+    int32_t b, oy, ox, c, fy, fx;
+    (void)ctx;
+
+    for (b = 0; b < output_dims->n; ++b) {
+        for (oy = 0; oy < out_h; ++oy) {
+            const int32_t iy0 = oy * params->stride.h - params->padding.h;
+            int32_t fy0, fy1;
+            pe_window_f(iy0, filter_dims->h, in_h, &fy0, &fy1);
+            for (ox = 0; ox < out_w; ++ox) {
+                const int32_t ix0 = ox * params->stride.w - params->padding.w;
+                int32_t fx0, fx1, count;
+                pe_window_f(ix0, filter_dims->w, in_w, &fx0, &fx1);
+                count = (fy1 - fy0) * (fx1 - fx0);
+                for (c = 0; c < ch; ++c) {
+                    float sum = 0.0f;
+                    for (fy = fy0; fy < fy1; ++fy) {
+                        for (fx = fx0; fx < fx1; ++fx) {
+                            sum += input[((b * in_h + iy0 + fy) * in_w + ix0 + fx) * ch + c];
+                        }
+                    }
+                    output[((b * out_h + oy) * out_w + ox) * ch + c] = pe_clamp_f32(
+                        count > 0 ? sum / (float)count : 0.0f, params->activation.min,
+                        params->activation.max);
+                }
+            }
+        }
+    }
+}
+
+void pe_max_pool2d_f32(const pe_context *ctx, const pe_pool_params_f32 *params,
+                       const pe_dims *input_dims, const float *input,
+                       const pe_dims *filter_dims, const pe_dims *output_dims, float *output)
+{
+    const int32_t in_h = input_dims->h;
+    const int32_t in_w = input_dims->w;
+    const int32_t ch = input_dims->c;
+    const int32_t out_h = output_dims->h;
+    const int32_t out_w = output_dims->w;
+    int32_t b, oy, ox, c, fy, fx;
+    (void)ctx;
+
+    for (b = 0; b < output_dims->n; ++b) {
+        for (oy = 0; oy < out_h; ++oy) {
+            const int32_t iy0 = oy * params->stride.h - params->padding.h;
+            int32_t fy0, fy1;
+            pe_window_f(iy0, filter_dims->h, in_h, &fy0, &fy1);
+            for (ox = 0; ox < out_w; ++ox) {
+                const int32_t ix0 = ox * params->stride.w - params->padding.w;
+                int32_t fx0, fx1;
+                pe_window_f(ix0, filter_dims->w, in_w, &fx0, &fx1);
+                for (c = 0; c < ch; ++c) {
+                    float max = pe_f32_from_bits(0xFF800000u);    /* -inf */
+                    for (fy = fy0; fy < fy1; ++fy) {
+                        for (fx = fx0; fx < fx1; ++fx) {
+                            const float v =
+                                input[((b * in_h + iy0 + fy) * in_w + ix0 + fx) * ch + c];
+                            max = v > max ? v : max;
+                        }
+                    }
+                    output[((b * out_h + oy) * out_w + ox) * ch + c] = pe_clamp_f32(
+                        max, params->activation.min, params->activation.max);
+                }
+            }
+        }
+    }
+}
