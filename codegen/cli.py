@@ -75,6 +75,51 @@ def cmd_infer(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fit(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .data import load_npz
+    from .fit import fit_model, tuned_graph
+
+    out = Path(args.output) if args.output else None
+    if out is not None:
+        _refuse_overwrite(out, args.force)
+    calib = load_npz(args.calib)[0] if args.calib else None
+    steps = [0]
+
+    def progress(epoch: int, step: int, loss: float) -> None:
+        steps[0] = step + 1
+        if not args.json and (step + 1) % args.log_every == 0:
+            print(f"  epoch {epoch + 1} step {step + 1}: loss {loss:.4f}", file=sys.stderr)
+
+    r = fit_model(args.model, args.train, args.data, args.eval, epochs=args.epochs,
+                  engine=args.engine, calib=calib, seed=args.seed, shuffle=not args.no_shuffle,
+                  progress=progress)
+    if out is not None:
+        from .frontend import save_model
+
+        save_model(tuned_graph(r["_graph"], r["_state"]), out)
+        r["output"] = str(out)
+    result = {k: v for k, v in r.items() if not k.startswith("_")}
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    acc = lambda v: "-" if v is None else f"{v:.2%}"  # noqa: E731
+    losses = result["loss"]
+    print(f"engine {result['engine']}: {result['steps']} steps ({result['epochs']} epochs, "
+          f"backward {result['backward']}, {result['optimizer']})")
+    if losses:
+        k = max(1, len(losses) // 10)
+        print(f"loss: first {np.mean(losses[:k]):.4f} -> last {np.mean(losses[-k:]):.4f} "
+              f"(mean of {k} steps)")
+    print(f"accuracy: before {acc(result['accuracy_before'])} -> after "
+          f"{acc(result['accuracy_after'])}")
+    print(f"params_sha256 {result['params_sha256']}")
+    if out is not None:
+        print(f"wrote {out}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -115,6 +160,24 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--output", required=True, help=".npy file for the outputs")
     sp.add_argument("--engine", default="golden", help="golden (NumPy reference)")
     sp.add_argument("-f", "--force", action="store_true", help="overwrite the output file")
+    sp = verb("fit", cmd_fit, "fine-tune a model: quantize if float, build the training graph, "
+              "train on an engine, evaluate before/after")
+    sp.add_argument("model", help=".tflite or .onnx file (float models are quantized first)")
+    sp.add_argument("--train", required=True, metavar="SPEC",
+                    help="training spec: YAML file or short form such as bias:last4")
+    sp.add_argument("--data", required=True, help=".npz with training 'x' and 'y'")
+    sp.add_argument("--eval", help=".npz with evaluation 'x' and 'y'")
+    sp.add_argument("--epochs", type=int, default=1)
+    sp.add_argument("--engine", default="golden", help="golden (NumPy reference)")
+    sp.add_argument("--calib", help=".npz with calibration inputs for a float model "
+                    "(default: the first 100 training samples)")
+    sp.add_argument("--seed", type=int, default=0, help="sample order seed")
+    sp.add_argument("--no-shuffle", action="store_true", help="visit samples in file order")
+    sp.add_argument("-o", "--output", help="write the fine-tuned model (.tflite)")
+    sp.add_argument("--json", action="store_true", help="machine-readable result")
+    sp.add_argument("--log-every", type=int, default=200, help="progress line every N steps")
+    sp.add_argument("-f", "--force", action="store_true", help="overwrite the output file")
+
     sp = verb("demo", cmd_demo, "the main job on the bundled digits CNN: import, quantize, "
               "run, report")
     sp.add_argument("-o", "--output", default="pockengine-demo", help="output directory")
