@@ -67,6 +67,9 @@ def _targets(graph: Graph, loss: str, x: np.ndarray, y: Any, what: str) -> np.nd
         return y.astype(np.int64)
     # MSE: explicit targets, or reconstruct the input (autoencoders such as ad01)
     tgt = x if y is None else np.asarray(y)
+    if tgt.ndim < 1 or tgt[:1].size != out.size:
+        raise PockError(f"{what}: loss mse needs targets shaped like the model output "
+                        f"{list(out.shape[1:])} per sample, got {list(tgt.shape)}")
     if tgt.dtype != np.int8:
         q = out.quant
         v = tgt.astype(np.float64).reshape(len(tgt), *out.shape[1:]) / q.s
