@@ -120,6 +120,43 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    from .data import load_npz
+    from .fit import prepare_model
+    from .memplan import check_budget, plan_memory, plot_plan
+
+    calib = load_npz(args.calib)[0] if args.calib else None
+    graph = prepare_model(args.model, calib, None)
+    unordered = None
+    if args.train:
+        from .train import build_training_graph
+        from .train.spec import load_spec
+
+        spec = load_spec(args.train)
+        unordered = plan_memory(build_training_graph(graph, spec, reorder=False))
+        graph = build_training_graph(graph, spec)
+    plan = plan_memory(graph)
+    result = plan.to_json()
+    if unordered is not None:
+        result["peak_bytes_without_reordering"] = unordered.peak_bytes
+    if args.plot:
+        result["plot"] = str(plot_plan(plan, args.plot))
+    if args.board:
+        from .board import load_board
+
+        board = load_board(args.board)
+        result["board"] = {"name": board.name, "sram_budget_bytes": board.sram_budget,
+                           "flash_budget_bytes": board.flash_budget}
+        check_budget(plan, board.sram_budget, board.flash_budget, board=board.name)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(plan.describe())
+        if unordered is not None:
+            print(f"arena without update reordering: {unordered.peak_bytes:,} B")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -177,6 +214,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true", help="machine-readable result")
     sp.add_argument("--log-every", type=int, default=200, help="progress line every N steps")
     sp.add_argument("-f", "--force", action="store_true", help="overwrite the output file")
+
+    sp = verb("plan", cmd_plan, "schedule and memory plan (arena, parameters, constants) of a "
+              "model or its training graph")
+    sp.add_argument("model", help=".tflite or .onnx file (float models are quantized first)")
+    sp.add_argument("--train", metavar="SPEC", help="plan the training graph of this spec")
+    sp.add_argument("--board", help="check the plan against this board's SRAM/flash budget")
+    sp.add_argument("--calib", help=".npz with calibration inputs for a float model")
+    sp.add_argument("--plot", metavar="FILE", help="draw the plan (.svg, or .png with "
+                    "matplotlib)")
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
 
     sp = verb("demo", cmd_demo, "the main job on the bundled digits CNN: import, quantize, "
               "run, report")
