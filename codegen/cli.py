@@ -104,7 +104,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result))
         return 0
-    acc = lambda v: "-" if v is None else f"{v:.2%}"  # noqa: E731
+    acc = lambda v: "-" if v is None else f"{v:.2%}"
     losses = result["loss"]
     print(f"engine {result['engine']}: {result['steps']} steps ({result['epochs']} epochs, "
           f"backward {result['backward']}, {result['optimizer']})")
