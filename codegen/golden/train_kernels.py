@@ -36,9 +36,10 @@ mean_grad                   rescale(dy_q, e, 1/count), broadcast
 pad/concat/reshape_grad     slice/reshape q, e kept
 softmax_grad                D = 256 dy - sum dy*u, to 16 bits, t = u*D, rescale(beta)
 grad_add                    all-zero input: the other; else align to max(e) - 16, add, normalise
-softmax_cross_entropy       TFLM int8 softmax p; d = p+128-256[label]; RDBPOT(d,1), e = -7
+softmax_cross_entropy       TFLM int8->int16 softmax u; d = u - 65536[label]; normalise(d, -16)
 mse_loss                    rescale(y - t, 0, 2 s / N)
-sgd_update                  MBQM_sat(acc, M_c, k_c + e) (+ Q15 momentum in 2**-8 steps)
+sgd_update                  MBQM_sat(acc, M_c, k_c + e + G) (+ Q15 momentum), G = 0, 8 or
+                            F = 16 with an int32 master (w << F copy / bias remainder)
 ==========================  ====================================================================
 """
 
@@ -347,7 +348,7 @@ def _b_cross_entropy(v: _View):
     s, zp = v.per_tensor(v.t(0))
     beta = float(v.a("beta", 1.0))
     if v.int8:
-        softmax = tl._int8_softmax(s, zp, v.t(0).shape[-1], beta)
+        softmax = tl._int8_softmax(s, zp, v.t(0).shape[-1], beta, bits=16)
 
         def run_i8(vals):
             loss, (dq, e) = tl.softmax_cross_entropy_i8(vals[0], vals[1], vals[2], s, zp, beta,
@@ -386,6 +387,14 @@ def _b_update(v: _View):
     kind = v.op.type
     if kind == "adam_update" and v.int8:
         raise v.error("adam_update needs backward fp32")
+    frac_bits = int(v.a("master_frac_bits", to.MASTER_FRAC_BITS))
+    if "master" in names:
+        want = "int32" if v.int8 else "float32"
+        if v.graph.tensors[names["master"]].dtype != want:
+            raise v.error(f"master {names['master']!r} must be {want} in "
+                          f"{'int8' if v.int8 else 'fp32'} mode")
+        if v.int8 and not 0 < frac_bits <= 23:
+            raise v.error(f"master_frac_bits {frac_bits} outside [1, 23]")
 
     def run(vals):
         s = {k: vals[UPDATE_INPUTS.index(k)] for k in names}
@@ -399,7 +408,8 @@ def _b_update(v: _View):
         elif v.int8:
             new = to.sgd_update_i8(s["param"], s["grad"], _exp(s["grad_exp"]), s["qas"],
                                    s["qas_shift"], ch, momentum=float(v.a("momentum", 0.0)),
-                                   buf=s.get("buf1"))
+                                   buf=s.get("buf1"), master=s.get("master"),
+                                   frac_bits=frac_bits)
         else:
             new = to.sgd_update_f32(s["param"], s["grad"], s["qas"], ch, lr=lr,
                                     momentum=float(v.a("momentum", 0.0)), buf=s.get("buf1"),

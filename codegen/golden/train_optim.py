@@ -76,6 +76,20 @@ def _lr(lr_slot: np.ndarray | None, lr_attr: float) -> np.float32:
         else F32(lr_attr)
 
 
+def round_step_i64(u: np.ndarray) -> np.ndarray:
+    """An fp32 update of an int32 bias as an integer step: ``round_half_away(u)`` clamped to
+    [-2**32, 2**32], NaN -> 0, as int64. C::
+
+        float r = roundf(u);
+        int64_t n = r >= 4294967296.0f ? 4294967296LL : r <= -4294967296.0f ? -4294967296LL
+                  : r == r ? (int64_t)r : 0;
+    """
+    with np.errstate(invalid="ignore"):                  # inf - inf inside round_half_away
+        r = nx.round_half_away(np.asarray(u, np.float32)).astype(np.float64)
+    r = np.where(np.isnan(r), 0.0, np.clip(r, -(2.0 ** 32), 2.0 ** 32))
+    return r.astype(np.int64)
+
+
 def _apply_fp32(param: np.ndarray, u: np.ndarray, ch: Channels, master: np.ndarray | None
                 ) -> dict:
     lo, hi = param_limits(param.dtype)
@@ -84,6 +98,10 @@ def _apply_fp32(param: np.ndarray, u: np.ndarray, ch: Channels, master: np.ndarr
         master = np.asarray(master, np.float32) - u
         out["master"] = master
         new = tn.round_sat_f32(master, lo, hi)
+    elif np.dtype(param.dtype) == np.int32:
+        # int32 bias: integer difference (float32(b) is inexact for |b| > 2**24)
+        p = param[ch.index(param.ndim)].astype(np.int64)
+        new = np.clip(p - round_step_i64(u), lo, hi)
     else:
         p = param[ch.index(param.ndim)].astype(np.float32)
         new = tn.round_sat_f32(p - u, lo, hi)
@@ -103,8 +121,14 @@ def sgd_update_f32(param: np.ndarray, grad: np.ndarray, qas: np.ndarray, ch: Cha
         lr_t = lr slot if present, else float32(attr lr)
         momentum > 0: buf = float32(momentum) * buf + g      else buf = g
         u = (lr_t * buf) * qas[c]                             (qas per trained channel)
-        no master: p_q = sat(round_half_away(float32(p_q) - u))
-        master:    master = master - u; p_q = sat(round_half_away(master))
+        no master, int8 weight: w_q = sat(round_half_away(float32(w_q) - u))   (NaN -> 0)
+        no master, int32 bias:  b_q = sat32(b_q - round_step_i64(u))  (int64 difference;
+                                round_step_i64: round_half_away, clamp +-2**32, NaN -> 0)
+        master:    master = master - u; p_q = sat(round_half_away(master))     (NaN -> 0)
+
+    The bias uses an integer difference because float32(b_q) is inexact beyond 2**24 (an
+    update of 0 would move such a bias by its float32 rounding error). A float32 master of a
+    bias beyond 2**24 is inherently that coarse (its resolution is the float32 spacing).
 
     Returns the new values of the written slots (param, buf1, master, accum).
     """
@@ -162,42 +186,82 @@ def momentum_q15(momentum: float) -> int:
     return nx.round_half_away_int(float(momentum) * 32768.0)
 
 
+MASTER_FRAC_BITS = 16        # F: fractional bits of the int32 master (master_weights: int32)
+MOMENTUM_FRAC_BITS = 8       # fractional bits of the int8-mode momentum buffer without master
+WEIGHT_MASTER_MAX = 127 << MASTER_FRAC_BITS
+
+
 def sgd_update_i8(param: np.ndarray, grad: np.ndarray, grad_exp: int, qas: np.ndarray,
                   qas_shift: np.ndarray, ch: Channels, *, momentum: float = 0.0,
-                  buf: np.ndarray | None = None) -> dict:
-    """int8-mode SGD on an int32 gradient accumulator ``acc`` at exponent ``e``::
+                  buf: np.ndarray | None = None, master: np.ndarray | None = None,
+                  frac_bits: int = MASTER_FRAC_BITS) -> dict:
+    """int8-mode SGD on an int32 gradient accumulator ``acc`` at exponent ``e`` (integer
+    only; every quantity is an int32, products and differences marked 64-bit are int64)::
 
         (M_c, k_c) = (qas[c], qas_shift[c])     # quantize_multiplier of lr*s_x/s_w[c]
                                                 # (weights) or lr/(s_x*s_w[c]) (biases)
-        no momentum: delta = mbqm_sat(acc, M_c, k_c + e)
-                     p = sat(p - delta)                         (64-bit difference)
-        momentum:    mq = round_half_away(momentum * 2**15)
-                     d8 = mbqm_sat(acc, M_c, k_c + e + 8)       # update in 2**-8 steps
-                     buf = sat32(rounding_divide_by_pot(mq * buf, 15) + d8)   (64-bit)
-                     p = sat(p - rounding_divide_by_pot(buf, 8))
+        G = master ? F : (momentum ? 8 : 0)     # fractional bits of the step; F = frac_bits
+                                                # (attr master_frac_bits, 16)
+        d = mbqm_sat(acc, M_c, k_c + e + G)     # the step in units of 2**-G parameter quanta
+        momentum > 0:
+            mq = round_half_away(momentum * 2**15)
+            buf = sat32(rounding_divide_by_pot(mq * buf, 15) + d)     (64-bit product, sum)
+            s = buf                             # buf holds the step, 2**-G quanta
+        else:
+            s = d
+        no master:
+            p = sat(p - (momentum ? rounding_divide_by_pot(s, 8) : s))    (64-bit difference)
+        master, int8 weight (master = the trained entries of w in 2**-F quanta, starts w << F):
+            master = clamp(master - s, -(127 << F), 127 << F)             (64-bit difference)
+            w = clamp(rounding_divide_by_pot(master, F), -127, 127)
+        master, int32 bias (master = the sub-quantum remainder r in 2**-F quanta, starts 0,
+                            |r| <= 2**(F-1); b + r * 2**-F is the exact bias):
+            t = sat32(master - s)                                         (64-bit difference)
+            n = rounding_divide_by_pot(t, F)
+            master = t - (n << F)
+            b = sat32(b + n)                                              (64-bit sum)
 
     ``mbqm_sat`` (train_numerics.mul_by_multiplier_sat) is TFLM's
     MultiplyByQuantizedMultiplier with a *saturating* left shift and a right shift of 32 or
-    more giving 0 (exact rounding of any int32). Returns param and buf1.
+    more giving 0 (exact rounding of any int32); ``sat`` saturates to the parameter's range
+    ([-127, 127] for int8 weights, int32 for biases). Only the trained channels are read and
+    written (``ch``); buf and master have the gradient's shape. The master's clamp keeps a
+    weight's latent value inside what the int8 weight can represent (no int32 overflow:
+    127 << 16 < 2**23). A step of 2**(31-G) quanta or more saturates (d, buf and t are
+    int32). The momentum decay rounds to nearest, so |buf| <= 4 is a fixed point when d = 0
+    (a drift of at most 4 * 2**-G quanta per step). Returns the new param and, when present,
+    buf1 and master.
     """
     acc = np.asarray(grad, np.int64)
     e = int(np.asarray(grad_exp).reshape(-1)[0])
     mult = ch.per_channel(np.asarray(qas, np.int64), acc.ndim)
-    shift = ch.per_channel(np.asarray(qas_shift, np.int64), acc.ndim) + e
     lo, hi = param_limits(param.dtype)
+    f = int(frac_bits)
+    g_bits = f if master is not None else MOMENTUM_FRAC_BITS if momentum > 0 else 0
+    shift = ch.per_channel(np.asarray(qas_shift, np.int64), acc.ndim) + e + g_bits
     p = param[ch.index(param.ndim)].astype(np.int64)
     out: dict = {}
+    step = tn.mul_by_multiplier_sat(acc, mult, shift)
     if momentum > 0:
         assert buf is not None
         mq = momentum_q15(momentum)
-        d8 = tn.mul_by_multiplier_sat(acc, mult, shift + 8)
-        b = nx.rounding_divide_by_pot(mq * np.asarray(buf, np.int64), 15) + d8
-        b = np.clip(b, nx.INT32_MIN, nx.INT32_MAX)
-        out["buf1"] = b.astype(np.int32)
-        delta = nx.rounding_divide_by_pot(b, 8)
+        b = nx.rounding_divide_by_pot(mq * np.asarray(buf, np.int64), 15) + step
+        step = np.clip(b, nx.INT32_MIN, nx.INT32_MAX)
+        out["buf1"] = step.astype(np.int32)
+    if master is None:
+        if momentum > 0:
+            step = nx.rounding_divide_by_pot(step, MOMENTUM_FRAC_BITS)
+        new = np.clip(p - step, lo, hi)
+    elif np.dtype(param.dtype) == np.int8:
+        m = np.clip(np.asarray(master, np.int64) - step, -(127 << f), 127 << f)
+        out["master"] = m.astype(np.int32)
+        new = np.clip(nx.rounding_divide_by_pot(m, f), lo, hi)
     else:
-        delta = tn.mul_by_multiplier_sat(acc, mult, shift)
-    out["param"] = _write(param, ch, np.clip(p - delta, lo, hi))
+        t = np.clip(np.asarray(master, np.int64) - step, nx.INT32_MIN, nx.INT32_MAX)
+        n = nx.rounding_divide_by_pot(t, f)
+        out["master"] = (t - (n << f)).astype(np.int32)
+        new = np.clip(p + n, lo, hi)
+    out["param"] = _write(param, ch, new)
     return out
 
 

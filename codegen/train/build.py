@@ -41,12 +41,16 @@ def check_spec_mode(spec: TrainSpec) -> None:
         raise SpecError(f"{src}: weight_decay is not supported yet (got "
                         f"{spec.optimizer.weight_decay})")
     if spec.backward != "int8":
+        if spec.master_weights == "int32":
+            raise SpecError(f"{src}: master_weights int32 needs backward: int8 (use "
+                            "master_weights: fp32 with backward: fp32)")
         return
     if spec.optimizer.name == "adam":
         raise SpecError(f"{src}: optimizer adam needs backward: fp32 (int8 backward supports "
                         "sgd with optional momentum)")
     if spec.master_weights == "fp32":
-        raise SpecError(f"{src}: master_weights fp32 needs backward: fp32")
+        raise SpecError(f"{src}: master_weights fp32 needs backward: fp32 (use "
+                        "master_weights: int32 with backward: int8)")
     if spec.schedule.name != "constant":
         raise SpecError(f"{src}: schedule {spec.schedule.name!r} needs backward: fp32 (int8 "
                         "backward folds a constant lr into its update multipliers)")

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..golden.numerics import quantize_multipliers
+from ..golden.train_optim import MASTER_FRAC_BITS
 from ..ir import Graph, Op, Role, Tensor
 from ..ir.ops import UPDATE_INPUTS
 from .spec import TrainSpec
@@ -33,6 +34,18 @@ def qas_scale(graph: Graph, weight: str, x: str, kind: str,
         return 1.0 / s_w
     s_x = float(graph.tensors[x].quant.scale[0])
     return 1.0 / (s_x * s_w)
+
+
+def int32_master_init(data: np.ndarray, kind: str, channels: tuple[int, ...] | None,
+                      axis: int) -> np.ndarray:
+    """Initial value of an int32 master (``master_weights: int32``, int8 backward), in the
+    gradient's shape: an int8 weight's trained entries ``w_q << F`` (F = MASTER_FRAC_BITS);
+    an int32 bias's sub-quantum remainder, 0 (the bias itself does not fit int32 with F
+    fractional bits; see sgd_update_i8)."""
+    init = data if channels is None else np.take(data, list(channels), axis=axis)
+    if kind == "weight":
+        return (np.asarray(init, np.int64) << MASTER_FRAC_BITS).astype(np.int32)
+    return np.zeros(np.shape(init), np.int32)
 
 
 class Updater:
@@ -100,6 +113,10 @@ class Updater:
             init = p.data if channels is None else np.take(p.data, list(channels), axis=axis)
             slot["master"] = self._state(f"{param}:master", gshape, "float32",
                                          init.astype(np.float32), "master", param)
+        elif self.spec.master_weights == "int32":
+            slot["master"] = self._state(f"{param}:master", gshape, "int32",
+                                         int32_master_init(p.data, kind, channels, axis),
+                                         "master", param)
         slot["lr"] = self.lr
         if self.spec.accumulate > 1:
             slot["accum"] = self._state(f"{param}:accum", gshape, "float32", zeros, "accum",
@@ -111,6 +128,8 @@ class Updater:
                                  "lr": float(opt.lr), "channels": channels,
                                  "channel_axis": axis, "accumulate": self.spec.accumulate,
                                  "forward": layer.name, "kind": kind}
+        if slot["master"] and self.mode == "int8":
+            attrs["master_frac_bits"] = MASTER_FRAC_BITS
         if opt.name == "adam":
             attrs.update(beta1=opt.beta1, beta2=opt.beta2, eps=opt.eps)
             op_type = "adam_update"

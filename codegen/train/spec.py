@@ -8,7 +8,7 @@ trainable:
 optimizer: {name: sgd, lr: 0.01, momentum: 0.9}   # sgd | adam (beta1, beta2, eps)
 schedule: {name: step, step_size: 100, gamma: 0.5} # constant | step | warmup
 backward: fp32                 # or int8
-master_weights: none           # or fp32
+master_weights: none           # none | fp32 (backward fp32) | int32 (backward int8)
 accumulate: 1                  # gradient accumulation steps
 ```
 
@@ -40,7 +40,7 @@ from ..ir import PARAMETRIC_OPS, Graph, Op
 LOSSES = ("cross_entropy", "mse")
 OPTIMIZERS = ("sgd", "adam")
 BACKWARD_MODES = ("fp32", "int8")
-MASTER_WEIGHTS = ("none", "fp32")
+MASTER_WEIGHTS = ("none", "fp32", "int32")
 SCHEDULES = ("constant", "step", "warmup")
 PARAMS = ("bias", "weight", "both")
 
@@ -208,7 +208,7 @@ def spec_from_dict(d: Any, source: str = "<spec>") -> TrainSpec:
     if master in (None, False):
         master = "none"
     if master not in MASTER_WEIGHTS:
-        raise _err(source, f"master_weights must be none or fp32, got {master!r}")
+        raise _err(source, f"master_weights must be none, fp32 or int32, got {master!r}")
     acc = _number(source, "accumulate", d.get("accumulate", 1), 1, integer=True)
     return TrainSpec(loss=loss, trainable=tuple(_rule(source, r) for r in tr),
                      optimizer=_optimizer(source, d.get("optimizer", {})),

@@ -348,19 +348,49 @@ def test_cross_entropy_int8_tracks_fp32(classes, label, beta):
     q2, e2 = tl.softmax_cross_entropy_i8(q, label, tl.neglog_table(), s, zp, beta)[1]
     assert np.array_equal(q2, g[0]) and e2 == g[1]
     loss32, d = tl.softmax_cross_entropy_f32(q, label, tl.exp_table(s, beta), s, beta)
-    assert cos(value(g), d) > 0.99
-    if beta == 1.0:
-        assert g[1] == -7
+    assert cos(value(g), d) > 0.9999                 # Q16 probabilities, 7 significant bits
+    assert np.abs(g[0]).max() >= 64                   # normalised: full int8 resolution
     assert abs(float(loss8) - float(loss32)) < 0.05 + 0.02 * float(loss32)
     assert loss8.dtype == np.float32
 
 
 def test_cross_entropy_int8_gradient_is_p_minus_onehot():
-    q = np.array([[100, -100, -100]], np.int8)                 # p ~ (1, 0, 0)
+    q = np.array([[60, 0, 0]], np.int8)                        # p ~ (0.995, 0.0025, 0.0025)
+    sm16 = tl._int8_softmax(0.1, 0, 3, 1.0, bits=16)
+    u = sm16(q).astype(np.int64).reshape(-1) + 32768           # Q16 probabilities
+    assert u[0] > 65000 and u[1] == u[2] and u.sum() in range(65530, 65542)
+    assert abs(u[1] - 65536 * np.exp(-6) / (1 + 2 * np.exp(-6))) < 2   # 1/256 would give 0 or 1
     _, (g, e) = tl.softmax_cross_entropy_i8(q, 0, tl.neglog_table(), F32(0.1), 0)
-    assert e == -7 and g.tolist() == [[-1, 0, 0]]              # p_0 = 255/256: -1/256 -> -1/128
+    d = u - np.array([65536, 0, 0])                            # (p - onehot) * 2**16
+    want_q, want_e = tn.normalise(d, -16)
+    assert e == want_e and g.tolist() == [want_q.tolist()]
+    assert g[0, 0] < 0 and g[0, 1] > 0 and g[0, 1] == g[0, 2]  # tiny p still resolved
+    assert abs(value((g, e)).sum()) <= 2.0 ** (e + 1)          # sums to ~0: no common mode
     _, (g, e) = tl.softmax_cross_entropy_i8(q, 1, tl.neglog_table(), F32(0.1), 0)
-    assert g.tolist() == [[127, -127, 0]]                      # +1 and -1 (clamped to 127)
+    want = (u - np.array([0, 65536, 0])) / 65536.0
+    assert e == -7 and np.abs(value((g, e)).reshape(-1) - want).max() <= 2.0 ** -7
+    q = np.array([[100, -100, -100]], np.int8)                 # p = (1, 0, 0) even in Q16
+    _, (g, e) = tl.softmax_cross_entropy_i8(q, 1, tl.neglog_table(), F32(0.1), 0)
+    assert value((g, e)).tolist() == [[1.0, -1.0, 0.0]] and e == -6   # +-1 exactly (+-64)
+
+
+def test_cross_entropy_int8_loss_index_and_beta():
+    q = np.array([[20, 10, -5, 0]], np.int8)
+    table = tl.neglog_table()
+    sm16 = tl._int8_softmax(0.1, 0, 4, 1.0, bits=16)
+    u = sm16(q).astype(np.int64).reshape(-1) + 32768
+    for label in range(4):
+        loss, _ = tl.softmax_cross_entropy_i8(q, label, table, F32(0.1), 0)
+        k = min(int(nx.rounding_divide_by_pot(u[label], 8)), 255)
+        assert loss == table[k]
+    # beta != 1: rescale of d by quantize_multiplier(beta)
+    sm = tl._int8_softmax(0.1, 0, 4, 0.5, bits=16)
+    u = sm(q).astype(np.int64).reshape(-1) + 32768
+    d = u.copy()
+    d[2] -= 65536
+    _, (g, e) = tl.softmax_cross_entropy_i8(q, 2, table, F32(0.1), 0, 0.5)
+    want = tn.rescale(d, -16, *tn.static_factor(0.5))
+    assert np.array_equal(g.reshape(-1), want[0]) and e == want[1]
 
 
 def test_mse_int8_tracks_fp32():

@@ -116,7 +116,17 @@ def test_sgd_fp32_exact_sequence_rounding_and_saturation():
     b = np.array([nx.INT32_MAX - 5, nx.INT32_MIN + 5, 7], np.int32)
     gb = np.array([-1e12, 1e12, np.nan], np.float32)
     nb = to.sgd_update_f32(b, gb, np.ones(1, np.float32), ALL, lr=1.0)["param"]
-    assert nb.tolist() == [nx.INT32_MAX, nx.INT32_MIN, 0]        # NaN -> 0 (documented)
+    assert nb.tolist() == [nx.INT32_MAX, nx.INT32_MIN, 7]        # NaN step -> 0 (documented)
+
+
+def test_sgd_fp32_bias_update_is_an_exact_integer_difference():
+    # float32(b) is inexact beyond 2**24: b - round(u) in int64 keeps every bias exact
+    b = np.array([2**24 + 1, -(2**30) - 3, 2**31 - 2, 1000, 1000, -1000], np.int32)
+    u = np.array([0.0, 0.0, -7.0, 2.5, 0.49999997, -2.5], np.float32)
+    nb = to.sgd_update_f32(b, u, np.ones(1, np.float32), ALL, lr=1.0)["param"]
+    assert nb.tolist() == [2**24 + 1, -(2**30) - 3, nx.INT32_MAX, 997, 1000, -997]
+    assert to.round_step_i64(np.array([1e20, -1e20, np.inf, np.nan], np.float32)).tolist() \
+        == [2**32, -(2**32), 2**32, 0]
 
 
 def test_sgd_fp32_momentum_master_and_channels():
