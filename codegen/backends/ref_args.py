@@ -447,21 +447,27 @@ def _softmax(view: _Op) -> KernelCall:
         if row > 4096:
             raise view.error(f"int8 softmax rows of {row} values overflow TFLM's int32 sum "
                              f"(at most 4096)")
-        bits = SOFTMAX_SCALED_DIFF_INTEGER_BITS
-        real = min(beta * s_in * float(1 << (31 - bits)), float(2**31 - 1))
-        multiplier, left_shift = nx.quantize_multiplier(real)
-        if left_shift < 0:
-            raise view.error(f"input scale {s_in:g} x beta {beta:g} is too small for int8 "
-                             f"softmax")
-        max_input_rescaled = (1.0 * ((1 << bits) - 1) * (1 << (31 - bits)) / (1 << left_shift))
-        params = Struct("pe_softmax_params", {"input_multiplier": multiplier,
-                                              "input_left_shift": left_shift,
-                                              "diff_min": -math.floor(max_input_rescaled)})
+        params = softmax_params_s8(s_in, beta, view.error)
         name = "pe_softmax_s8" if out_dtype == "int8" else "pe_softmax_s8_s16"
     return _call(view, name, [
         ("params", StructArg(params)), ("num_rows", ScalarArg("int32_t", rows)),
         ("row_size", ScalarArg("int32_t", row)), ("input", _tensor(x)),
         ("output", _tensor(out, write=True))])
+
+
+def softmax_params_s8(s_in: float, beta: float,
+                      error: Callable[[str], ModelError] = ModelError) -> Struct:
+    """``pe_softmax_params`` of TFLM's int8 softmax (int8 or int16 output) for input scale
+    ``s_in`` and ``beta`` (float32 of the attribute)."""
+    bits = SOFTMAX_SCALED_DIFF_INTEGER_BITS
+    real = min(beta * s_in * float(1 << (31 - bits)), float(2**31 - 1))
+    multiplier, left_shift = nx.quantize_multiplier(real)
+    if left_shift < 0:
+        raise error(f"input scale {s_in:g} x beta {beta:g} is too small for int8 softmax")
+    max_input_rescaled = (1.0 * ((1 << bits) - 1) * (1 << (31 - bits)) / (1 << left_shift))
+    return Struct("pe_softmax_params", {"input_multiplier": multiplier,
+                                        "input_left_shift": left_shift,
+                                        "diff_min": -math.floor(max_input_rescaled)})
 
 
 def collapse_reduction(shape: Sequence[int], reduced: Sequence[bool]
@@ -678,7 +684,13 @@ CALL_BUILDERS: dict[str, Callable[[_Op], KernelCall]] = {
 
 
 def kernel_call(graph: Graph, op: Op, batch: int = 1) -> KernelCall:
-    """The ref kernel call for a forward op: ModelError if no ref kernel can run it."""
+    """The ref kernel call for an op (forward, or a training op of docs/training.md through
+    :func:`codegen.backends.train_args.train_kernel_call`): ModelError if no ref kernel can run
+    it."""
+    from .train_args import TRAIN_CALL_BUILDERS, train_kernel_call
+
+    if op.type in TRAIN_CALL_BUILDERS:
+        return train_kernel_call(graph, op, batch)
     builder = CALL_BUILDERS.get(op.type)
     if builder is None:
         raise ModelError(f"op {op.name!r} ({op.type}): no portable C kernel for this op")
@@ -688,5 +700,5 @@ def kernel_call(graph: Graph, op: Op, batch: int = 1) -> KernelCall:
 
 
 def kernel_calls(graph: Graph, batch: int = 1) -> list[KernelCall]:
-    """The kernel calls of every op of a forward graph, in execution order."""
+    """The kernel calls of every op of a (forward or training) graph, in graph order."""
     return [kernel_call(graph, op, batch) for op in graph.ops]

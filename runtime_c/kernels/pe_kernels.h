@@ -225,6 +225,213 @@ typedef struct {
 } pe_affine_params_f32;
 
 /* ------------------------------------------------------------------------------------------
+ * Parameter structs of the training kernels (their prototypes: pe_train_kernels.h). Kept here
+ * so that codegen/backends/kernel_call.py's STRUCTS mirrors one header.
+ */
+
+/* conv2d_grad_input (both modes): geometry of the forward convolution. */
+typedef struct {
+    pe_tile stride;
+    pe_tile padding;
+    pe_tile dilation;
+} pe_conv_grad_params;
+
+typedef struct {
+    int32_t ch_mult;
+    pe_tile stride;
+    pe_tile padding;
+    pe_tile dilation;
+} pe_dw_conv_grad_params;
+
+/* int8 *_grad_input: dy is prescaled per output channel o by multiplier[o] * 2^(shift[o]-31)
+ * after a left shift by prescale_shift, the int32 sum is rescaled by output_multiplier *
+ * 2^(output_shift - 31) (codegen/golden/train_conv.py input_grad_prescale). */
+typedef struct {
+    const int32_t *multiplier;
+    const int32_t *shift;
+    int32_t prescale_shift;
+    int32_t output_multiplier;
+    int32_t output_shift;
+} pe_grad_input_quant;
+
+/* *_grad_weight: x is dequantized as (x + input_offset) * input_scale (fp32 mode) or used as
+ * x + input_offset (int8 mode; the scale is folded into the update's QAS multiplier). */
+typedef struct {
+    int32_t input_offset;
+    pe_tile stride;
+    pe_tile padding;
+    pe_tile dilation;
+} pe_conv_grad_weight_params;
+
+typedef struct {
+    int32_t input_offset;
+    float input_scale;
+    pe_tile stride;
+    pe_tile padding;
+    pe_tile dilation;
+} pe_conv_grad_weight_params_f32;
+
+typedef struct {
+    int32_t input_offset;
+    int32_t ch_mult;
+    pe_tile stride;
+    pe_tile padding;
+    pe_tile dilation;
+} pe_dw_conv_grad_weight_params;
+
+typedef struct {
+    int32_t input_offset;
+    float input_scale;
+    int32_t ch_mult;
+    pe_tile stride;
+    pe_tile padding;
+    pe_tile dilation;
+} pe_dw_conv_grad_weight_params_f32;
+
+typedef struct {
+    int32_t input_offset;
+} pe_fc_grad_weight_params;
+
+typedef struct {
+    int32_t input_offset;
+    float input_scale;
+} pe_fc_grad_weight_params_f32;
+
+/* Pooling gradients: forward stride and top/left padding; int8 average pooling multiplies dy
+ * by RECIP[count] = (2^recip_bits + count / 2) / count. */
+typedef struct {
+    pe_tile stride;
+    pe_tile padding;
+} pe_pool_grad_params;
+
+typedef struct {
+    pe_tile stride;
+    pe_tile padding;
+    int32_t recip_bits;
+} pe_avg_pool_grad_params;
+
+/* Losses. fp32 cross-entropy: scale = float32(beta * s_logits) (float32 product), beta =
+ * float32(attr). int8: the int8 softmax's parameters (the int8 -> int16 recipe is used), and
+ * beta != 1's static factor (beta_multiplier 0 when beta == 1: the gradient is normalised,
+ * not rescaled). */
+typedef struct {
+    float scale;
+    float beta;
+} pe_cross_entropy_params_f32;
+
+typedef struct {
+    pe_softmax_params softmax;
+    int32_t beta_multiplier;
+    int32_t beta_shift;
+} pe_cross_entropy_params;
+
+/* MSE on int8 tensors of one quantization: fp32 d = float32(y - t) * scale; int8 loss =
+ * float32(sum d^2) * loss_scale (float32(s^2 / N)), gradient rescaled by 2 s / N. */
+typedef struct {
+    float scale;
+} pe_mse_params_f32;
+
+typedef struct {
+    float loss_scale;
+    int32_t multiplier;
+    int32_t shift;
+} pe_mse_params;
+
+/* mul_grad: the other factor's dequantization; int8 mode: its offset (-zp) and the static
+ * factor s_other as multiplier * 2^(shift - 31). fp32 reduce: 1 when dx sums over broadcast
+ * axes (float32 from +0.0, even over axes of size 1), 0 when dx is dy * other itself. */
+typedef struct {
+    int32_t other_offset;
+    float other_scale;
+    int32_t reduce;
+} pe_mul_grad_params_f32;
+
+typedef struct {
+    int32_t other_offset;
+    int32_t multiplier;
+    int32_t shift;
+} pe_mul_grad_params;
+
+/* mean_grad fp32: dx = dy / count (count = float32 of the number of averaged values). */
+typedef struct {
+    float count;
+} pe_mean_grad_params_f32;
+
+/* pad_grad: the before-padding per dimension (dx = the interior of dy). */
+typedef struct {
+    pe_dims before;
+} pe_pad_grad_params;
+
+/* concat_grad: dy holds outer_size blocks of dy_inner_size values; dx takes dx_inner_size
+ * values of each block starting at offset. */
+typedef struct {
+    int32_t outer_size;
+    int32_t dy_inner_size;
+    int32_t dx_inner_size;
+    int32_t offset;
+} pe_concat_grad_params;
+
+/* softmax_grad: y (the int8 softmax output) dequantized as (y + y_offset) * y_scale; int8:
+ * beta as multiplier * 2^(shift - 31). */
+typedef struct {
+    int32_t y_offset;
+    float y_scale;
+    float beta;
+} pe_softmax_grad_params_f32;
+
+typedef struct {
+    int32_t y_offset;
+    int32_t beta_multiplier;
+    int32_t beta_shift;
+} pe_softmax_grad_params;
+
+/* Update ops: the parameter seen as (outer, channels, inner) around its channel axis; the
+ * gradient and every per-parameter buffer as (outer, count, inner), count = trained channels
+ * (= channels when the channel list is NULL). */
+typedef struct {
+    int32_t outer;
+    int32_t channels;
+    int32_t inner;
+    int32_t count;
+} pe_update_dims;
+
+/* fp32 SGD: lr = float32(attr lr) (used when the lr slot is NULL); momentum used when buf1
+ * is given; accumulate > 1: gradient accumulation (accum and step slots). */
+typedef struct {
+    float lr;
+    float momentum;
+    int32_t accumulate;
+} pe_sgd_params_f32;
+
+/* int8-mode SGD: momentum_q15 = round_half_away(momentum * 2^15) (used when buf1 is given);
+ * master_frac_bits F of an int32 master copy (used when master is given). */
+typedef struct {
+    int32_t momentum_q15;
+    int32_t master_frac_bits;
+} pe_sgd_params;
+
+typedef struct {
+    float lr;
+    float beta1;
+    float beta2;
+    float eps;
+    int32_t accumulate;
+} pe_adam_params_f32;
+
+/* step_counter: schedule 0 constant, 1 step (lr_t *= gamma every step_size updates),
+ * 2 warmup (lr_t = lr * min(u + 1, W) / W); beta1/beta2 advance Adam's powers. */
+typedef struct {
+    int32_t accumulate;
+    int32_t schedule;
+    float lr;
+    float gamma;
+    int32_t step_size;
+    int32_t warmup_steps;
+    float beta1;
+    float beta2;
+} pe_step_counter_params;
+
+/* ------------------------------------------------------------------------------------------
  * Convolution, depthwise convolution, fully connected
  *
  * conv2d: filter_dims = {out_c, k_h, k_w, in_c / groups}; groups = input_dims->c /
