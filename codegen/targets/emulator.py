@@ -1,0 +1,203 @@
+"""Run a firmware image on its board's emulator and collect what it reports.
+
+``run_on_emulator(board, elf, timeout)`` -> ``RunResult``:
+  qemu-system-arm  -M <machine> -kernel elf, semihosting to stdout (or the UART to stdout for a
+                   UART-console build), the instruction-count plugin loaded
+  qemu-hexagon     elf, the plugin loaded (counts are packets)
+  native           the host executable
+  renode           .resc/.robot written next to the ELF; runs only where ``renode`` is on PATH,
+                   otherwise ``EmulatorUnavailable`` (a PockError) says so and where the
+                   scripts are
+The firmware's own output is ``stdout``; the runtime's protocol lines (``@pe:exit <status>
+stack=<bytes>``, ``@pe:fault ...``) are parsed into fields and kept out of it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..board import Board
+from ..errors import PockError
+from .elf import read_elf
+from .profile import PhaseCount, build_plugin, parse_counts, plugin_args
+
+
+class EmulatorUnavailable(PockError):
+    """The board's emulator is not installed here (the message says what to install)."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    board: str
+    stdout: str                       # the firmware's output, protocol lines removed
+    exit_code: int | None             # None: timed out or no status reported
+    instructions: int | None = None   # executed instructions (Hexagon: packets); None: not counted
+    phases: dict[str, PhaseCount] = field(default_factory=dict)
+    unbalanced_marks: int = 0         # pe_prof_end without a matching pe_prof_begin
+    stack_bytes: int | None = None    # measured stack high-water mark (painted stack)
+    fault: str | None = None          # "@pe:fault ..." line, if the CPU faulted
+    timed_out: bool = False
+    command: tuple[str, ...] = ()
+    raw_stdout: str = ""
+    stderr: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and self.fault is None
+
+
+EMULATOR_BINARIES = {"qemu-system-arm": "qemu-system-arm", "qemu-hexagon": "qemu-hexagon",
+                     "renode": "renode"}
+
+
+def emulator_available(board: Board) -> tuple[bool, str]:
+    """(True, '') or (False, the reason a run must be skipped)."""
+    binary = EMULATOR_BINARIES.get(board.emulator)
+    if binary is None:
+        return True, ""
+    if shutil.which(binary) is None:
+        hint = {"renode": "install Renode (https://renode.io) to run this board",
+                "qemu-system-arm": "install qemu-system-arm",
+                "qemu-hexagon": "install qemu-user (it provides qemu-hexagon)"}[board.emulator]
+        return False, f"{binary} is not on PATH ({hint})"
+    return True, ""
+
+
+def qemu_arm_command(board: Board, elf: Path, *, uart: str | None, uart_console: bool,
+                     plugin: list[str] | None) -> list[str]:
+    serial_index = (board.uart or {}).get("qemu_serial", 0)
+    cmd = ["qemu-system-arm", "-M", board.run["machine"], "-display", "none",
+           "-monitor", "none"]
+    if "cpu" in board.run:
+        cmd += ["-cpu", board.run["cpu"]]
+    serial = "stdio" if uart_console else (uart or "null")
+    cmd += ["-serial", "null"] * serial_index + ["-serial", serial]
+    if uart_console:
+        cmd += ["-semihosting-config", "enable=on,target=native"]
+    else:
+        cmd += ["-chardev", "stdio,id=pe_console",
+                "-semihosting-config", "enable=on,target=native,chardev=pe_console"]
+    if plugin:
+        cmd += ["-plugin", ",".join(plugin)]
+    cmd += list(board.run.get("args", ())) + ["-kernel", str(elf)]
+    return cmd
+
+
+def run_on_emulator(board: Board, elf: str | Path, timeout: float = 60.0,
+                    uart: str | None = None, *, profile: bool = True,
+                    work_dir: str | Path | None = None, console: str | None = None,
+                    args: Sequence[str] = ()) -> RunResult:
+    """Run ``elf`` on ``board``'s emulator for at most ``timeout`` seconds.
+
+    ``uart``: where the board's serial peripheral goes (QEMU: a -serial spec such as
+    ``tcp:127.0.0.1:4444,server=on,wait=off``; Renode: ``tcp:PORT``), for the serial protocol.
+    ``profile``: count instructions (QEMU boards). ``console``: the console the image was built
+    with when it differs from the board's (``'uart'``). ``args``: program arguments (host).
+    ``work_dir``: where the plugin and its output go (default: next to the ELF).
+    """
+    elf = Path(elf)
+    if not elf.is_file():
+        raise PockError(f"{elf}: no such firmware image")
+    ok, why = emulator_available(board)
+    if not ok:
+        if board.emulator == "renode":
+            from .renode import write_renode_scripts
+
+            resc, robot = write_renode_scripts(board, elf, Path(work_dir or elf.parent),
+                                               timeout=timeout)
+            why += f"; scripts written: {resc}, {robot}"
+        raise EmulatorUnavailable(why)
+    work = Path(work_dir) if work_dir is not None else elf.parent
+    work.mkdir(parents=True, exist_ok=True)
+
+    if board.emulator == "renode":
+        from .renode import run_renode
+
+        return run_renode(board, elf, work, timeout=timeout, uart=uart)
+
+    counts_file = work / f"{elf.stem}.insn.txt"
+    plugin: list[str] | None = None
+    if profile and board.emulator in ("qemu-system-arm", "qemu-hexagon"):
+        counts_file.unlink(missing_ok=True)
+        plugin = [str(build_plugin(work)), *plugin_args(read_elf(elf), counts_file)]
+
+    if board.emulator == "qemu-system-arm":
+        uart_console = (console or board.console_kind) == "uart"
+        cmd = qemu_arm_command(board, elf, uart=uart, uart_console=uart_console, plugin=plugin)
+    elif board.emulator == "qemu-hexagon":
+        cmd = ["qemu-hexagon"] + (["-plugin", ",".join(plugin)] if plugin else [])
+        cmd += list(board.run.get("args", ())) + [str(elf), *args]
+    else:
+        cmd = [str(elf.resolve()), *args]
+
+    stdout, stderr, code, timed_out = _run(cmd, timeout)
+    result = parse_output(board.name, stdout, code, timed_out)
+    counts = None
+    if plugin and counts_file.is_file() and not timed_out:
+        counts = parse_counts(counts_file.read_text())
+    return RunResult(
+        board=board.name, stdout=result["stdout"], exit_code=result["exit_code"],
+        instructions=counts.total if counts else None,
+        phases=counts.phases if counts else {},
+        unbalanced_marks=counts.unbalanced if counts else 0, stack_bytes=result["stack"],
+        fault=result["fault"], timed_out=timed_out, command=tuple(cmd), raw_stdout=stdout,
+        stderr=stderr)
+
+
+def _run(cmd: list[str], timeout: float) -> tuple[str, str, int | None, bool]:
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+    except OSError as e:
+        raise PockError(f"cannot run {cmd[0]} ({e.strerror or e})") from None
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        timed_out = True
+    code = None if timed_out else proc.returncode
+    return (out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), code, timed_out)
+
+
+def parse_output(board: str, stdout: str, code: int | None, timed_out: bool) -> dict:
+    """Split the runtime's protocol lines from the firmware's output."""
+    kept = []
+    status = stack = fault = None
+    for line in stdout.splitlines(keepends=True):
+        text = line.strip()
+        if text.startswith("@pe:exit "):
+            fields = text.split()
+            try:
+                status = int(fields[1])
+                stack = int(fields[2].split("=", 1)[1]) if len(fields) > 2 else None
+            except (IndexError, ValueError):
+                raise PockError(f"{board}: unreadable exit line {text!r}") from None
+        elif text.startswith("@pe:fault "):
+            fault = text[len("@pe:fault "):]
+        else:
+            kept.append(line)
+    exit_code = code
+    if exit_code is None and status is not None and not timed_out:
+        exit_code = status
+    if code is not None and status is not None and (code & 0xFF) != (status & 0xFF):
+        raise PockError(f"{board}: firmware reported exit status {status} but the emulator "
+                        f"exited with {code}")
+    return {"stdout": "".join(kept), "exit_code": exit_code, "stack": stack, "fault": fault}
+
+
+def wait_for_line(path: Path, marker: str, timeout: float) -> bool:
+    """Poll a growing text file until a line starts with ``marker`` (used for Renode)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.is_file() and any(ln.startswith(marker)
+                                  for ln in path.read_text(errors="replace").splitlines()):
+            return True
+        time.sleep(0.2)
+    return False
