@@ -65,11 +65,19 @@ def cmd_infer(args: argparse.Namespace) -> int:
     x = fit_input(graph, load_npy(args.input), args.input)
     out = Path(args.output)
     _refuse_overwrite(out, args.force)
-    if args.engine != "golden":
-        raise PockError(f"engine {args.engine!r} is not available yet (use --engine golden)")
-    from . import golden
+    if args.engine == "host":
+        import tempfile
 
-    (y,) = golden.run(graph, x)[:1]
+        from .pipeline import compile_model, run_host_infer
+
+        with tempfile.TemporaryDirectory(prefix="pockengine-infer-") as tmp:
+            y = run_host_infer(compile_model(graph, out_dir=Path(tmp) / "host"), x)
+    elif args.engine == "golden":
+        from . import golden
+
+        (y,) = golden.run(graph, x)[:1]
+    else:
+        raise PockError(f"engine {args.engine!r} is not available (use golden or host)")
     np.save(out, y)
     print(f"wrote {out}: {list(y.shape)} {y.dtype}", file=sys.stderr)
     return 0
@@ -157,6 +165,53 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compile(args: argparse.Namespace) -> int:
+    from .data import load_npz
+    from .pipeline import compile_model
+
+    calib = load_npz(args.calib)[0] if args.calib else None
+    proj = compile_model(args.model, board=args.board, spec=args.train, calib=calib,
+                         out_dir=args.output, prefix=args.prefix, backend=args.backend,
+                         force=args.force)
+    m = proj.manifest
+    if args.json:
+        print(json.dumps({"dir": str(proj.dir), **m}))
+        return 0
+    mem = m["memory"]
+    what = "inference + training" if m["training"] else "inference"
+    print(f"wrote {proj.dir}: {what} for board {m['board']}, prefix {m['prefix']}, "
+          f"{len(m['files'])} files; arena {mem['arena_bytes']:,} B, parameters "
+          f"{mem['params_bytes']:,} B, constants {mem['constant_bytes']:,} B")
+    return 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from .pipeline import build_project
+
+    res = build_project(args.dir, cc=args.cc, sanitize=args.sanitize)
+    result = res.to_json()
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"built {res.binary} with {res.cc}: flash {result['flash_bytes']:,} B "
+          f"(text {result['text_bytes']:,} + data {result['data_bytes']:,}), "
+          f"SRAM {result['sram_bytes']:,} B (data + bss; arena {result['arena_bytes']:,} B, "
+          f"parameters {result['params_bytes']:,} B)")
+    return 0
+
+
+def cmd_boards(args: argparse.Namespace) -> int:
+    from .board import format_boards, list_boards
+
+    if args.json:
+        import dataclasses
+
+        print(json.dumps([dataclasses.asdict(b) for b in list_boards()]))
+    else:
+        print(format_boards(), end="")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -195,7 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("model", help=".tflite or .onnx file")
     sp.add_argument("--input", required=True, help=".npy batch, samples on axis 0")
     sp.add_argument("--output", required=True, help=".npy file for the outputs")
-    sp.add_argument("--engine", default="golden", help="golden (NumPy reference)")
+    sp.add_argument("--engine", default="golden",
+                    help="golden (NumPy reference) or host (generated C, built with the host "
+                    "compiler)")
     sp.add_argument("-f", "--force", action="store_true", help="overwrite the output file")
     sp = verb("fit", cmd_fit, "fine-tune a model: quantize if float, build the training graph, "
               "train on an engine, evaluate before/after")
@@ -223,6 +280,30 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--calib", help=".npz with calibration inputs for a float model")
     sp.add_argument("--plot", metavar="FILE", help="draw the plan (.svg, or .png with "
                     "matplotlib)")
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
+
+    sp = verb("compile", cmd_compile, "generate a C project: pe_init, pe_infer, "
+              "pe_train_step, parameter export/import, a fixed memory plan")
+    sp.add_argument("model", help=".tflite or .onnx file (float models are quantized first)")
+    sp.add_argument("--board", required=True, help="target board (host)")
+    sp.add_argument("--train", metavar="SPEC", help="training spec: YAML file or short form")
+    sp.add_argument("--calib", help=".npz with calibration inputs for a float model")
+    sp.add_argument("--backend", default="auto",
+                    help="kernel backend: auto (the board's best) or ref (portable C)")
+    sp.add_argument("--prefix", default="pe", help="prefix of every generated C symbol")
+    sp.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory")
+    sp.add_argument("-f", "--force", action="store_true",
+                    help="write into a non-empty directory not made by pockengine")
+    sp.add_argument("--json", action="store_true", help="print the project manifest")
+
+    sp = verb("build", cmd_build, "build a generated project (host: make with gcc or clang) "
+              "and report its flash and SRAM sizes")
+    sp.add_argument("dir", help="directory written by pockengine compile")
+    sp.add_argument("--cc", help="C compiler (default: $CC, else gcc, clang, cc)")
+    sp.add_argument("--sanitize", action="store_true", help="build with ASan + UBSan")
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
+
+    sp = verb("boards", cmd_boards, "the board catalogue (boards/*.yaml)")
     sp.add_argument("--json", action="store_true", help="machine-readable output")
 
     sp = verb("demo", cmd_demo, "the main job on the bundled digits CNN: import, quantize, "

@@ -17,7 +17,7 @@ import numpy as np
 from .errors import PockError
 from .ir import Graph
 
-ENGINES = ("golden",)
+ENGINES = ("golden", "host")
 DEFAULT_CALIB_SAMPLES = 100
 
 
@@ -130,14 +130,19 @@ def fit_model(model: str | Path | Graph, spec: Any,
         t_ev = _targets(graph, spec.loss, x_ev, y_ev, "evaluation data")
     tg = build_training_graph(graph, spec)
     state = TrainState.from_graph(tg)
-    before = evaluate(graph, predict(tg, state, x_ev), t_ev, spec.loss) if evals is not None \
-        else {}
-    t1 = time.perf_counter()
-    res = fit(tg, state, x_tr, t_tr, epochs=epochs, shuffle=shuffle, seed=seed,
-              callback=progress)
-    t2 = time.perf_counter()
-    after = evaluate(graph, predict(tg, state, x_ev), t_ev, spec.loss) if evals is not None \
-        else {}
+    if engine == "host":
+        res, before, after, t1, t2 = _fit_host(graph, spec, tg, state, x_tr, t_tr,
+                                               (x_ev, t_ev) if evals is not None else None,
+                                               epochs, seed, shuffle, progress)
+    else:
+        before = evaluate(graph, predict(tg, state, x_ev), t_ev, spec.loss) \
+            if evals is not None else {}
+        t1 = time.perf_counter()
+        res = fit(tg, state, x_tr, t_tr, epochs=epochs, shuffle=shuffle, seed=seed,
+                  callback=progress)
+        t2 = time.perf_counter()
+        after = evaluate(graph, predict(tg, state, x_ev), t_ev, spec.loss) \
+            if evals is not None else {}
     out: dict[str, Any] = {
         "engine": engine,
         "model": graph.name,
@@ -159,3 +164,35 @@ def fit_model(model: str | Path | Graph, spec: Any,
     out["_state"] = state            # for callers that export the tuned model (not JSON)
     out["_graph"] = graph
     return out
+
+
+def _fit_host(graph: Graph, spec: Any, tg: Graph, state: Any, x_tr: np.ndarray,
+              t_tr: np.ndarray, evals: tuple[np.ndarray, np.ndarray] | None, epochs: int,
+              seed: int, shuffle: bool, progress: Callable[[int, int, float], None] | None
+              ) -> tuple[dict[str, Any], dict, dict, float, float]:
+    """fit on the generated C, built for the host in a temporary directory; the trained
+    parameters come back into ``state`` (for export)."""
+    import tempfile
+
+    from .pipeline import build_project, compile_model, run_host_fit, run_host_infer
+
+    with tempfile.TemporaryDirectory(prefix="pockengine-fit-") as tmp:
+        build = build_project(compile_model(graph, spec=spec, out_dir=Path(tmp) / "host"))
+        before = evaluate(graph, run_host_infer(build, evals[0]), evals[1], spec.loss) \
+            if evals is not None else {}
+        t1 = time.perf_counter()
+        res = run_host_fit(build, x_tr, t_tr, order=seed if shuffle else None, epochs=epochs)
+        t2 = time.perf_counter()
+        after = evaluate(graph, run_host_infer(build, evals[0], params=res["params"]),
+                         evals[1], spec.loss) if evals is not None else {}
+    if progress is not None:
+        n = len(x_tr)
+        for k, loss in enumerate(res["loss"]):
+            progress(k // n if n else 0, k, loss)
+    offset = 0
+    for name in state.parameters:            # the exported bytes: parameters in order, LE
+        t = tg.tensors[name]
+        dt = np.dtype(t.dtype).newbyteorder("<")
+        state.set(name, np.frombuffer(res["params"], dt, t.size, offset).reshape(t.shape))
+        offset += t.nbytes
+    return res, before, after, t1, t2

@@ -1,0 +1,141 @@
+"""Render a lowered program into the files of a standalone C project (in memory).
+
+``render_project(lowered, source, prefix=...)`` returns ``{relative path: bytes}``: the
+generated sources (``<p>_model.h/.c``, ``<p>_weights.h/.c``), the host harness
+(``main_host.c``), ``Makefile`` and ``CMakeLists.txt``, the kernel runtime copied from
+``data_dir('runtime_c')`` (so the project builds on its own) and ``pockengine.json``, the
+manifest that marks the directory as pockengine output. Same input, same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..resources import data_dir
+from .environment import render
+from .names import check_identifiers, check_prefix
+from .records import Lowered, RecordBuilder, SourceInfo
+
+GENERATOR = f"pockengine {__version__}"
+MANIFEST = "pockengine.json"
+KERNEL_DIR = "kernels"
+# Flags every generated project is built with (the issue's contract; -Wvla: no VLAs).
+C_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-Wvla",
+           "-ffp-contract=off")
+SANITIZE_FLAGS = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g",
+                  "-fno-omit-frame-pointer")
+
+
+@dataclass(frozen=True)
+class RenderedProject:
+    files: dict[str, bytes]
+    manifest: dict[str, Any]
+    identifiers: tuple[str, ...]
+
+
+def runtime_files() -> dict[str, bytes]:
+    """The portable kernels and their headers, as project-relative paths."""
+    root = data_dir("runtime_c") / "kernels"
+    out: dict[str, bytes] = {}
+    for path in sorted(root.glob("*.h")) + sorted((root / "ref").glob("*.[ch]")):
+        out[f"{KERNEL_DIR}/{path.relative_to(root).as_posix()}"] = path.read_bytes()
+    return out
+
+
+def runtime_identifiers(files: dict[str, bytes]) -> set[str]:
+    """Identifiers the kernel runtime's code defines or uses, comments and strings left out
+    (a generated name must not be one)."""
+    names: set[str] = set()
+    for text in files.values():
+        code = re.sub(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\])*\"", " ",
+                      text.decode("utf-8", "replace"), flags=re.DOTALL)
+        names.update(re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b", code))
+    return names
+
+
+def render_project(lowered: Lowered, source: SourceInfo, *, prefix: str = "pe"
+                   ) -> RenderedProject:
+    check_prefix(prefix)
+    builder = RecordBuilder(lowered, prefix)
+    ctx = builder.build(source, GENERATOR)
+    runtime = runtime_files()
+    check_identifiers(builder.identifiers, runtime_identifiers(runtime))
+    binary = f"{prefix}_host"
+    model_sources = [f"{prefix}_model.c", f"{prefix}_weights.c"]
+    kernel_sources = sorted(p for p in runtime if p.endswith(".c"))
+    build_ctx = {
+        "binary": binary, "cflags": list(C_FLAGS), "sanitize_flags": list(SANITIZE_FLAGS),
+        "include_dirs": [".", KERNEL_DIR, f"{KERNEL_DIR}/ref"],
+        "model_sources": model_sources, "kernel_sources": kernel_sources,
+        "host_sources": ["main_host.c"],
+        "cmake_warnings": [f for f in C_FLAGS if f != "-std=c99"],
+    }
+    ctx.update(build_ctx)
+    ctx["kernel_headers"] = sorted(Path(p).name for p in runtime
+                                   if re.fullmatch(rf"{KERNEL_DIR}/pe_\w*kernels\.h", p))
+    model_c = "model_train.c.j2" if ctx["train"] is not None else "model.c.j2"
+    text = {
+        f"{prefix}_model.h": render("model.h.j2", **ctx),
+        f"{prefix}_model.c": render(model_c, **ctx),
+        f"{prefix}_weights.h": render("weights.h.j2", **ctx),
+        f"{prefix}_weights.c": render("weights.c.j2", **ctx),
+        "main_host.c": render("main_host.c.j2", **ctx),
+        "Makefile": render("Makefile.j2", **ctx),
+        "CMakeLists.txt": render("CMakeLists.txt.j2", **ctx),
+    }
+    files = {k: v.encode() for k, v in text.items()}
+    files.update(runtime)
+    manifest = _manifest(lowered, source, prefix, ctx, sorted(files) + [MANIFEST])
+    files[MANIFEST] = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
+    return RenderedProject(files, manifest, tuple(builder.identifiers))
+
+
+def _manifest(lowered: Lowered, source: SourceInfo, prefix: str, ctx: dict[str, Any],
+              files: list[str]) -> dict[str, Any]:
+    infer, train = lowered.infer, lowered.train
+    tr = ctx["train"]
+    training = None
+    if train is not None and tr is not None:
+        meta = train.graph.metadata["training"]
+        training = {
+            "loss": meta["loss"], "backward": meta["mode"],
+            "optimizer": meta["optimizer"]["name"], "spec": source.spec,
+            "num_classes": tr["label"]["classes"] if tr["label"] else 0,
+            "target_bytes": tr["target"]["bytes"] if tr["target"] else 0,
+            "target_shape": (list(train.graph.tensors[meta["loss_input"]].shape)
+                             if tr["target"] else None),
+            "parameters": [e["tensor"] if isinstance(e, dict) else str(e)
+                           for e in meta["parameters"]],
+            "export_bytes": ctx["params"]["export_bytes"],
+            "arena_bytes": train.plan.arena_bytes,
+            "lower_bound_bytes": train.plan.lower_bound_bytes,
+            "steps": len(train.calls),
+        }
+    return {
+        "generator": "pockengine", "version": __version__, "prefix": prefix,
+        "board": source.board, "backend": lowered.backend,
+        "model": {"name": source.model_name, "sha256": source.model_sha256,
+                  "calibration_sha256": source.calib_sha256},
+        "input": {k: ctx["input"][k] for k in ("bytes", "shape", "zero_point")} | {
+            "tensor": infer.graph.inputs[0],
+            "scale": float(infer.graph.tensors[infer.graph.inputs[0]].quant.s)
+            if infer.graph.tensors[infer.graph.inputs[0]].quant else 1.0},
+        "output": {k: ctx["output"][k] for k in ("bytes", "shape", "zero_point")} | {
+            "tensor": infer.graph.outputs[0],
+            "scale": float(infer.graph.tensors[infer.graph.outputs[0]].quant.s)
+            if infer.graph.tensors[infer.graph.outputs[0]].quant else 1.0},
+        "memory": {"arena_bytes": ctx["arena_bytes"], "params_bytes": ctx["params_bytes"],
+                   "infer_arena_bytes": infer.plan.arena_bytes,
+                   "infer_lower_bound_bytes": infer.plan.lower_bound_bytes,
+                   "constant_bytes": ctx["constant_bytes"],
+                   "param_image_bytes": ctx["image_bytes"]},
+        "training": training,
+        "kernels": ctx["kernels"],
+        "binary": f"build/{ctx['binary']}",
+        "files": files,
+    }

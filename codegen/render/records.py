@@ -1,0 +1,457 @@
+"""Records for the templates: every name, number and C expression of a generated project.
+
+The templates only loop over these records and print their fields; all decisions (which pool a
+tensor lives in, its offset macro, the C expression of each kernel argument, the literals of
+every constant) are made here, from the lowered program (memory plans + kernel call records).
+
+Storage of a tensor, as a kernel argument:
+
+- **parameter pool** (trainable tensors and optimizer state of the training plan): RAM,
+  ``<P>_PARAMS_AT(<P>_PARAM_OFF_X)``; ``<p>_init()`` fills it from flash images;
+- **arena** (activations, gradients, masks, graph inputs): ``<P>_ARENA_AT(<P>_<FN>_OFF_X)``
+  with one offset table per function (``pe_infer`` and ``pe_train_step`` are planned apart and
+  share the arena, whose size is the larger plan);
+- **constant** (frozen weights, biases, tables, QAS factors): a ``const`` array ``<p>_w_x`` in
+  ``<p>_weights.c``.
+
+Kernel parameter structs and arrays (multipliers, shifts, dims) become ``static const``
+objects in ``<p>_model.c``, deduplicated by content.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..backends import (
+    C_TYPES,
+    ArrayArg,
+    ConstArray,
+    ContextArg,
+    KernelCall,
+    NullArg,
+    ScalarArg,
+    Struct,
+    StructArg,
+    TensorArg,
+    TensorListArg,
+)
+from ..errors import ModelError
+from ..ir import Graph
+from ..memplan import MemoryPlan
+from .literals import array_rows, c_float, c_int
+from .names import Namer, comment_text
+
+ALIGNMENT = 16
+_ELEMENT_CTYPES = {**C_TYPES, "bit": "uint8_t"}
+
+
+@dataclass(frozen=True, eq=False)
+class LoweredGraph:
+    """A graph with its memory plan and one kernel call per scheduled op (schedule order)."""
+
+    graph: Graph
+    plan: MemoryPlan
+    calls: tuple[KernelCall, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Lowered:
+    """What the code generator renders: the inference graph and, with a training spec, the
+    training graph, lowered for one backend."""
+
+    infer: LoweredGraph
+    train: LoweredGraph | None
+    backend: str
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """Where the project came from (printed in every banner)."""
+
+    model_name: str
+    model_sha256: str
+    spec: str | None = None
+    calib_sha256: str | None = None
+    board: str = "host"
+
+
+# -- small helpers ------------------------------------------------------------------------------
+def _shape(shape: Sequence[int]) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def _elem_ctype(dtype: str, what: str) -> str:
+    ct = _ELEMENT_CTYPES.get(dtype)
+    if ct is None:
+        raise ModelError(f"tensor {what!r}: dtype {dtype} has no C element type")
+    return ct
+
+
+def _pointee(ptr_ctype: str) -> tuple[bool, str]:
+    """('const int8_t *') -> (True, 'int8_t')."""
+    s = ptr_ctype.strip()
+    if not s.endswith("*"):
+        raise ValueError(f"not a pointer type: {ptr_ctype!r}")
+    base = s[:-1].strip()
+    const = base.startswith("const ")
+    return const, base[len("const "):].strip() if const else base
+
+
+class _KernelConstants:
+    """static const kernel parameters (structs, arrays), deduplicated by content."""
+
+    def __init__(self, prefix: str, macros: Mapping[str, str]):
+        self.p = prefix
+        self.inf = macros["inf"]
+        self.arrays: list[dict[str, Any]] = []
+        self.structs: list[dict[str, Any]] = []
+        self._index: dict[tuple[str, str, str], str] = {}
+
+    def array(self, arr: ConstArray) -> str:
+        if arr.values.size == 0:
+            return "NULL"
+        rows = array_rows(arr.values, arr.ctype, self.inf)
+        key = ("a", arr.ctype, "\n".join(rows))
+        hit = self._index.get(key)
+        if hit is None:
+            hit = f"{self.p}_a{len(self.arrays)}_{_hint(arr.name)}"
+            self.arrays.append({"name": hit, "ctype": arr.ctype, "size": int(arr.values.size),
+                                "rows": rows})
+            self._index[key] = hit
+        return hit
+
+    def struct_init(self, s: Struct) -> str:
+        parts = []
+        for fname, ctype, v in s.items():
+            if isinstance(v, Struct):
+                parts.append(f".{fname} = {self.struct_init(v)}")
+            elif isinstance(v, ConstArray):
+                parts.append(f".{fname} = {self.array(v)}")
+            elif ctype == "float":
+                parts.append(f".{fname} = {c_float(v, self.inf)}")
+            else:
+                parts.append(f".{fname} = {c_int(v, ctype)}")
+        return "{" + ", ".join(parts) + "}"
+
+    def struct(self, s: Struct, init: str | None = None) -> str:
+        text = self.struct_init(s) if init is None else init
+        key = ("s", s.ctype, text)
+        hit = self._index.get(key)
+        if hit is None:
+            hit = f"{self.p}_s{len(self.structs)}_{_hint(s.ctype.removeprefix('pe_'))}"
+            self.structs.append({"name": hit, "ctype": s.ctype, "init": text})
+            self._index[key] = hit
+        return hit
+
+
+def _aligned(n: int) -> int:
+    return -(-int(n) // ALIGNMENT) * ALIGNMENT
+
+
+def _hint(text: str) -> str:
+    from .names import sanitize
+
+    return sanitize(text).lower()[:24]
+
+
+# -- the builder ----------------------------------------------------------------------------------
+@dataclass
+class _Slot:
+    name: str
+    pool: str            # arena | parameters
+    offset: int
+    nbytes: int
+    macro: str
+
+
+class RecordBuilder:
+    """Builds the template context of one project (``build``) and lists every global
+    identifier it defines (``identifiers``, for the clash check)."""
+
+    def __init__(self, lowered: Lowered, prefix: str):
+        self.lowered = lowered
+        self.p = prefix
+        self.P = prefix.upper()
+        self.tensor_names = Namer()
+        self.macros = {"inf": f"{self.P}_INF", "arena_at": f"{self.P}_ARENA_AT",
+                       "params_at": f"{self.P}_PARAMS_AT", "aligned": f"{self.P}_ALIGNED"}
+        self.kconst = _KernelConstants(prefix, self.macros)
+        train = lowered.train
+        self.param_slots: dict[str, _Slot] = {}
+        if train is not None:
+            for name, pl in sorted(train.plan.pool("parameters").items(),
+                                   key=lambda kv: kv[1].offset):
+                frag = self.tensor_names(name)
+                self.param_slots[name] = _Slot(name, "parameters", pl.offset, pl.nbytes,
+                                               f"{self.P}_PARAM_OFF_{frag.upper()}")
+        self.constants: dict[str, dict[str, Any]] = {}
+        self.identifiers: list[str] = []
+        self.uses_no_scratch = False
+
+    # tensors ------------------------------------------------------------------------------------
+    def _constant(self, graph: Graph, name: str) -> dict[str, Any]:
+        t = graph.tensors[name]
+        hit = self.constants.get(name)
+        if hit is not None:
+            if not np.array_equal(hit["_data"], t.data):
+                raise ValueError(f"constant {name!r} differs between the inference and "
+                                 "training graphs")
+            return hit
+        frag = self.tensor_names(name)
+        ctype = _elem_ctype(t.dtype, name)
+        rec = {"name": f"{self.p}_w_{frag}", "ctype": ctype, "size": max(1, t.size),
+               "rows": array_rows(t.data if t.size else np.zeros(1), ctype, self.macros["inf"]),
+               "comment": comment_text(f"{name}: {t.dtype} {_shape(t.shape)}"),
+               "_data": t.data}
+        self.constants[name] = rec
+        return rec
+
+    def _arena_slots(self, lg: LoweredGraph, fn: str) -> dict[str, _Slot]:
+        slots: dict[str, _Slot] = {}
+        plan = lg.plan
+        for b in plan.buffers:
+            for name in b.buffer.tensors:
+                if name in self.param_slots:
+                    continue
+                frag = self.tensor_names(name)
+                slots[name] = _Slot(name, "arena", b.offset,
+                                    lg.graph.tensors[name].nbytes,
+                                    f"{self.P}_{fn.upper()}_OFF_{frag.upper()}")
+        return slots
+
+    def _pointer(self, name: str, ptr_ctype: str, graph: Graph, arena: Mapping[str, _Slot],
+                 where: str) -> str:
+        const, pointee = _pointee(ptr_ctype)
+        cast = f"({ptr_ctype})"
+        slot = self.param_slots.get(name) or arena.get(name)
+        if slot is not None:
+            at = self.macros["params_at" if slot.pool == "parameters" else "arena_at"]
+            return f"{cast}{at}({slot.macro})"
+        t = graph.tensors.get(name)
+        if t is None or t.data is None:
+            raise ValueError(f"{where}: tensor {name!r} has no storage in the memory plan")
+        if not const:
+            raise ValueError(f"{where}: kernel writes constant tensor {name!r}")
+        rec = self._constant(graph, name)
+        return rec["name"] if rec["ctype"] == pointee else f"{cast}{rec['name']}"
+
+    # calls ---------------------------------------------------------------------------------------
+    def _function(self, lg: LoweredGraph, fn: str) -> dict[str, Any]:
+        graph, plan = lg.graph, lg.plan
+        arena = self._arena_slots(lg, fn)
+        scratch = plan.scratch_offsets()
+        ops = {op.name: op for op in graph.ops}
+        calls = []
+        lists = []
+        used: set[str] = set()
+        for k, call in enumerate(lg.calls):
+            where = f"op {call.op!r}"
+            args = []
+            for arg_name, arg in call.args:
+                if isinstance(arg, ContextArg):
+                    args.append(self._context(call, scratch, arena, fn))
+                elif isinstance(arg, StructArg):
+                    args.append("&" + self.kconst.struct(arg.value))
+                elif isinstance(arg, TensorArg):
+                    args.append(self._pointer(arg.tensor, arg.ctype, graph, arena, where))
+                    used.add(arg.tensor)
+                elif isinstance(arg, TensorListArg):
+                    elem = arg.ctype.strip()[:-1].strip()           # 'const int8_t *const'
+                    ptr = elem.removesuffix("const").strip()        # 'const int8_t *'
+                    lname = f"{self.p}_{fn}_list{len(lists)}"
+                    lists.append({"name": lname, "elem": elem, "size": len(arg.tensors),
+                                  "pointers": [self._pointer(t, ptr, graph, arena, where)
+                                               for t in arg.tensors]})
+                    used.update(arg.tensors)
+                    args.append(lname)
+                elif isinstance(arg, ArrayArg):
+                    args.append(self.kconst.array(arg.value))
+                elif isinstance(arg, ScalarArg):
+                    args.append(c_float(arg.value, self.macros["inf"]) if arg.ctype == "float"
+                                else str(int(arg.value)))
+                elif isinstance(arg, NullArg):
+                    args.append("NULL")
+                else:                                              # pragma: no cover
+                    raise TypeError(f"{where}: unknown argument {arg_name!r}: {arg!r}")
+            op = ops[call.op]
+            calls.append({"index": k, "kernel": call.kernel, "args": args,
+                          "comment": comment_text(f"{op.type} {op.name}")})
+        inputs = set(graph.inputs) | set(graph.outputs)
+        offsets = [{"macro": s.macro, "offset": s.offset,
+                    "comment": comment_text(self._slot_comment(graph, plan, s))}
+                   for s in sorted(arena.values(), key=lambda s: (s.offset, s.macro))
+                   if s.name in used or s.name in inputs]
+        return {"name": fn, "calls": calls, "lists": lists, "offsets": offsets,
+                "arena_bytes": plan.arena_bytes, "lower_bound_bytes": plan.lower_bound_bytes,
+                "steps": len(lg.calls), "_arena": arena}
+
+    def _slot_comment(self, graph: Graph, plan: MemoryPlan, s: _Slot) -> str:
+        t = graph.tensors[s.name]
+        first, last = plan.schedule.lifetimes.get(s.name, (0, 0))
+        return f"{s.name}: {t.dtype} {_shape(t.shape)}, {t.nbytes} B, steps {first}..{last}"
+
+    def _context(self, call: KernelCall, scratch: Mapping[str, int],
+                 arena: Mapping[str, _Slot], fn: str) -> str:
+        if call.scratch_bytes <= 0:
+            self.uses_no_scratch = True
+            return f"&{self.p}_no_scratch"
+        off = scratch.get(call.op)
+        if off is None:
+            raise ValueError(f"op {call.op!r}: the kernel needs {call.scratch_bytes} B of "
+                             "scratch the memory plan did not reserve")
+        init = (f"{{{self.macros['arena_at']}({off}u), {c_int(call.scratch_bytes)}}}")
+        return "&" + self.kconst.struct(Struct("pe_context", {"buf": 0, "size": 0}), init)
+
+    # the whole project -------------------------------------------------------------------------
+    def build(self, source: SourceInfo, generator: str) -> dict[str, Any]:
+        lo = self.lowered
+        g = lo.infer.graph
+        infer = self._function(lo.infer, "infer")
+        io_in = self._io(g, g.inputs, "input", infer["_arena"])
+        io_out = self._io(g, g.outputs, "output", infer["_arena"])
+        train = None
+        if lo.train is not None:
+            train = self._function(lo.train, "train")
+            train.update(self._train_io(lo.train, train["_arena"], io_in, io_out))
+        for f in (infer, train):
+            if f is not None:
+                f.pop("_arena")
+        arena_bytes = max(lo.infer.plan.arena_bytes,
+                          lo.train.plan.arena_bytes if lo.train else 0, ALIGNMENT)
+        params = self._params()
+        constants = [{k: v for k, v in c.items() if not k.startswith("_")}
+                     for c in self.constants.values()]
+        banner = self._banner(source, generator)
+        ctx: dict[str, Any] = {
+            "p": self.p, "P": self.P, "m": self.macros, "banner": banner,
+            "generator": generator, "alignment": ALIGNMENT,
+            "arena_bytes": arena_bytes, "params_bytes": params["pool_bytes"],
+            "input": io_in, "output": io_out, "infer": infer, "train": train,
+            "params": params, "constants": constants,
+            "kernel_arrays": self.kconst.arrays, "kernel_structs": self.kconst.structs,
+            "kernels": sorted({c["kernel"] for f in (infer, train) if f for c in f["calls"]}),
+            "uses_no_scratch": self.uses_no_scratch,
+            "constant_bytes": sum(_aligned(c["_data"].nbytes) for c in self.constants.values()),
+            "image_bytes": sum(_aligned(i["bytes"]) for i in params["images"]),
+        }
+        self.identifiers = self._globals(ctx)
+        return ctx
+
+    def _io(self, graph: Graph, names: Sequence[str], what: str,
+            arena: Mapping[str, _Slot]) -> dict[str, Any]:
+        if len(names) != 1:
+            raise ModelError(f"{graph.name}: the generated API takes one {what} tensor, the "
+                             f"model has {len(names)} ({', '.join(names)})")
+        t = graph.tensors[names[0]]
+        if t.dtype != "int8":
+            raise ModelError(f"{graph.name}: {what} {t.name!r} is {t.dtype}; the generated API "
+                             "is int8 in, int8 out (quantize the model first)")
+        q = t.quant
+        return {"tensor": comment_text(t.name), "macro": arena[t.name].macro,
+                "bytes": t.nbytes, "shape": list(t.shape), "shape_text": _shape(t.shape),
+                "scale": c_float(q.s, self.macros["inf"]) if q is not None else "1.0f",
+                "zero_point": q.zp if q is not None else 0}
+
+    def _train_io(self, lg: LoweredGraph, arena: Mapping[str, _Slot],
+                  io_in: Mapping[str, Any], io_out: Mapping[str, Any]) -> dict[str, Any]:
+        g = lg.graph
+        meta = g.metadata["training"]
+        model_inputs = list(meta["inputs"]["model"])
+        if len(model_inputs) != 1:
+            raise ModelError(f"{g.name}: training takes one model input, the model has "
+                             f"{len(model_inputs)}")
+        x = g.tensors[model_inputs[0]]
+        if x.nbytes != io_in["bytes"]:
+            raise ValueError("training and inference inputs differ in size")
+        loss = meta["outputs"]["loss"]
+        label = meta["inputs"].get("label")
+        target = meta["inputs"].get("target")
+        logits = g.tensors[meta["loss_input"]]
+        out: dict[str, Any] = {
+            "loss_kind": meta["loss"], "mode": meta["mode"],
+            "optimizer": comment_text(meta["optimizer"]["name"]),
+            "input_macro": arena[x.name].macro, "loss_macro": arena[loss].macro,
+            "label": None, "target": None,
+        }
+        if label is not None:
+            out["label"] = {"macro": arena[label].macro, "classes": int(logits.shape[-1])}
+        else:
+            tt = g.tensors[target]
+            out["target"] = {"macro": arena[target].macro, "bytes": tt.nbytes}
+        return out
+
+    def _params(self) -> dict[str, Any]:
+        lg = self.lowered.train
+        if lg is None:
+            return {"pool_bytes": 0, "slots": [], "images": [], "export": [],
+                    "export_bytes": 0, "has_le32": False}
+        g = lg.graph
+        slots, images = [], []
+        for s in self.param_slots.values():
+            t = g.tensors[s.name]
+            slots.append({"macro": s.macro, "offset": s.offset,
+                          "comment": comment_text(f"{s.name}: {t.dtype} {_shape(t.shape)}, "
+                                                  f"{t.nbytes} B")})
+            if t.data is not None and np.any(t.data):
+                ctype = _elem_ctype(t.dtype, s.name)
+                frag = self.tensor_names(s.name)
+                images.append({"name": f"{self.p}_init_{frag}", "ctype": ctype,
+                               "size": t.size, "bytes": t.nbytes, "macro": s.macro,
+                               "rows": array_rows(t.data, ctype, self.macros["inf"]),
+                               "comment": comment_text(f"initial {s.name}: {t.dtype} "
+                                                       f"{_shape(t.shape)}")})
+        export = []
+        for entry in g.metadata["training"]["parameters"]:
+            name = entry["tensor"] if isinstance(entry, Mapping) else str(entry)
+            t = g.tensors[name]
+            kind = {"int8": "bytes", "uint8": "bytes", "int32": "le32"}.get(t.dtype)
+            if kind is None:
+                raise ModelError(f"trainable tensor {name!r} is {t.dtype}; export supports "
+                                 "int8 and int32 parameters")
+            export.append({"macro": self.param_slots[name].macro, "kind": kind,
+                           "count": t.size, "bytes": t.nbytes,
+                           "comment": comment_text(f"{name}: {t.dtype} {_shape(t.shape)}")})
+        return {"pool_bytes": lg.plan.params_bytes, "slots": slots, "images": images,
+                "export": export, "export_bytes": sum(e["bytes"] for e in export),
+                "has_le32": any(e["kind"] == "le32" for e in export)}
+
+    def _banner(self, source: SourceInfo, generator: str) -> list[str]:
+        lines = [f"Generated by {generator} -- do not edit.",
+                 f"model: {source.model_name} (sha256 {source.model_sha256})"]
+        if source.calib_sha256:
+            lines.append(f"quantized here; calibration data sha256 {source.calib_sha256}")
+        lines.append(f"training: {source.spec}" if source.spec else "training: none")
+        lines.append(f"backend: {self.lowered.backend}, board: {source.board}")
+        return [comment_text(s) for s in lines]
+
+    def _globals(self, ctx: Mapping[str, Any]) -> list[str]:
+        """Every identifier the project defines at file scope or as a macro."""
+        p, P = self.p, self.P
+        names = [f"{p}_{f}" for f in ("init", "infer", "train_step", "train_step_target",
+                                       "params_export", "params_import")]
+        names += [f"{P}_{m}" for m in API_MACROS]
+        names += list(self.macros.values())
+        names += [f"{p}_arena", f"{p}_params", f"{p}_ready", f"{p}_no_scratch", f"{p}_copy",
+                  f"{p}_put_le32", f"{p}_get_le32", f"{p}_train_run"]
+        names += [c["name"] for c in ctx["constants"]]
+        names += [i["name"] for i in ctx["params"]["images"]]
+        names += [s["macro"] for s in ctx["params"]["slots"]]
+        names += [a["name"] for a in ctx["kernel_arrays"]]
+        names += [s["name"] for s in ctx["kernel_structs"]]
+        for f in (ctx["infer"], ctx["train"]):
+            if f is not None:
+                names += [o["macro"] for o in f["offsets"]]
+                names += [li["name"] for li in f["lists"]]
+        return names
+
+
+# Macros of the public header (after the upper-case prefix and "_").
+API_MACROS = ("MODEL_H", "WEIGHTS_H", "OK", "ERR_NOT_INITIALIZED", "ERR_ARGUMENT",
+              "ERR_UNSUPPORTED", "ERR_LABEL", "ERR_SIZE", "ARENA_BYTES", "PARAMS_BYTES",
+              "EXPORT_BYTES", "INPUT_BYTES", "OUTPUT_BYTES", "TARGET_BYTES", "NUM_CLASSES",
+              "INPUT_SCALE", "INPUT_ZERO_POINT", "OUTPUT_SCALE", "OUTPUT_ZERO_POINT",
+              "HAS_TRAINING", "LOSS_CROSS_ENTROPY", "LOSS_MSE", "GENERATOR")

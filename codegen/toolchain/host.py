@@ -1,0 +1,137 @@
+"""The host toolchain: ``make`` with gcc or clang (``CC`` overridable), sizes with ``size``.
+
+``build_project(dir)`` runs the project's generated Makefile (``-j2``) and reports the binary
+and flash/SRAM-like sizes of the model and kernel objects (the harness excluded): flash =
+text + data, SRAM = data + bss (the arena and the parameter pool are bss).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import PockError
+from ..render.output import Project, open_project
+
+HOST_COMPILERS = ("gcc", "clang", "cc")
+BUILD_DIRS = {False: "build", True: "build-asan"}
+JOBS = 2
+
+
+class BuildError(PockError):
+    """The C build failed; ``log`` holds the compiler output."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message)
+        self.log = log
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    project: Project
+    binary: Path
+    cc: str
+    sanitize: bool
+    sizes: dict[str, int]
+    objects: tuple[Path, ...]
+    log: str = field(default="", repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        mem = self.project.manifest.get("memory", {})
+        return {
+            "project": str(self.project.dir), "board": self.project.board,
+            "binary": str(self.binary), "cc": self.cc, "sanitize": self.sanitize,
+            **self.sizes,
+            "arena_bytes": mem.get("arena_bytes"), "params_bytes": mem.get("params_bytes"),
+            "constant_bytes": mem.get("constant_bytes"),
+            **_budget(self.project.board, self.sizes),
+        }
+
+
+def _budget(board: str, sizes: dict[str, int]) -> dict[str, Any]:
+    """The board's budget and whether the model + kernels fit it (host: a nominal budget)."""
+    from ..board import load_board
+
+    try:
+        b = load_board(board)
+    except PockError:
+        return {"fits": True, "budget": None}
+    return {"fits": sizes["sram_bytes"] <= b.sram_budget and sizes["flash_bytes"] <= b.flash_budget,
+            "budget": {"sram_bytes": b.sram_budget, "flash_bytes": b.flash_budget}}
+
+
+def find_cc(cc: str | None = None) -> str:
+    """The C compiler: ``cc``, else $CC, else the first of gcc, clang, cc on PATH."""
+    for cand in ([cc] if cc else []) + ([os.environ["CC"]] if os.environ.get("CC") else []) \
+            + list(HOST_COMPILERS):
+        if shutil.which(cand.split()[0]):
+            return cand
+        if cc and cand == cc:
+            raise PockError(f"C compiler {cc!r} not found on PATH")
+    raise PockError("no C compiler found (install gcc or clang, or set CC)")
+
+
+def object_sizes(objects: list[Path]) -> dict[str, int]:
+    """text/data/bss summed over objects (binutils ``size``, Berkeley format)."""
+    if not objects:
+        return {"text_bytes": 0, "data_bytes": 0, "bss_bytes": 0, "flash_bytes": 0,
+                "sram_bytes": 0}
+    tool = shutil.which("size") or shutil.which("llvm-size")
+    if tool is None:
+        raise PockError("binutils 'size' not found (needed for flash/SRAM sizes)")
+    out = subprocess.run([tool, "-B", *map(str, objects)], capture_output=True, text=True,
+                         check=True).stdout
+    text = data = bss = 0
+    for line in out.splitlines()[1:]:
+        m = re.match(r"\s*(\d+)\s+(\d+)\s+(\d+)", line)
+        if m:
+            text += int(m.group(1))
+            data += int(m.group(2))
+            bss += int(m.group(3))
+    return {"text_bytes": text, "data_bytes": data, "bss_bytes": bss,
+            "flash_bytes": text + data, "sram_bytes": data + bss}
+
+
+def build_project(directory: str | Path | Project, *, cc: str | None = None,
+                  sanitize: bool = False, build_dir: str | None = None) -> BuildResult:
+    """Build a generated project for its board (host: make) and report sizes.
+
+    ``build_dir`` (relative to the project): default ``build`` (``build-asan`` with
+    ``sanitize``). A build directory made with another compiler or flags starts over."""
+    project = directory if isinstance(directory, Project) else open_project(directory)
+    if project.board != "host":
+        raise PockError(f"{project.dir}: board {project.board!r} has no toolchain here yet")
+    make = shutil.which("make")
+    if make is None:
+        raise PockError("'make' not found on PATH (needed to build the host project)")
+    compiler = find_cc(cc)
+    build_dir = build_dir or BUILD_DIRS[sanitize]
+    if Path(build_dir).is_absolute() or ".." in Path(build_dir).parts:
+        raise PockError(f"build directory {build_dir!r} must be inside the project")
+    out = project.dir / build_dir
+    stamp = out / ".toolchain"
+    want = f"{compiler}\nsanitize={int(sanitize)}\n"
+    if out.is_dir() and (not stamp.is_file() or stamp.read_text() != want):
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(want)
+    cmd = [make, f"-j{JOBS}", "-C", str(project.dir), f"CC={compiler}", f"BUILD={build_dir}"]
+    if sanitize:
+        cmd.append("SANITIZE=1")
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        first = next((ln for ln in log.splitlines() if "error" in ln.lower()),
+                     log.strip().splitlines()[-1] if log.strip() else "")
+        raise BuildError(f"{project.dir}: build with {compiler} failed: {first.strip()}", log)
+    binary = project.binary(build_dir)
+    objs = sorted(p for p in (project.dir / build_dir).rglob("*.o")
+                  if p.name != "main_host.o")
+    sizes = object_sizes(objs)
+    sizes["binary_bytes"] = binary.stat().st_size
+    return BuildResult(project, binary, compiler, sanitize, sizes, tuple(objs), log)
