@@ -15,19 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-
-def deq(t, q):
-    """Dequantize an int array with per-tensor or per-channel (last-axis-free) params."""
-    return (q.astype(np.float64) - t.quant.zero_point.reshape(_bshape(t, q))) * \
-        t.quant.scale.astype(np.float64).reshape(_bshape(t, q))
-
-
-def _bshape(t, q):
-    if t.quant.axis is None or t.quant.scale.size == 1:
-        return (1,) * q.ndim
-    shape = [1] * q.ndim
-    shape[t.quant.axis] = -1
-    return tuple(shape)
+from tests.torch_mirror import deq, float_op, is_forward
 
 
 def torch_gradients(graph, env, x_q, label):
@@ -45,48 +33,13 @@ def torch_gradients(graph, env, x_q, label):
     xin = graph.tensors[graph.inputs[0]]
     vals[xin.name] = torch.tensor(deq(xin, x_q.reshape(xin.shape)), dtype=torch.float64)
     for op in graph.ops:
-        if op.type in ("act_mask",) or op.type.endswith(("_grad", "_update", "_grad_input",
-                                                          "_grad_weight")) or \
-                op.type in ("softmax_cross_entropy", "mse_loss", "grad_add", "step_counter",
-                            "sgd_update", "adam_update", "mask_grad"):
+        if not is_forward(op):
             continue
-        a = op.attrs
-        x = vals[op.inputs[0]]
-        if op.type in ("conv2d", "depthwise_conv2d"):
-            w = param(op.inputs[1])
-            pt, pb, pl, pr = a["padding"]
-            xn = F.pad(x.permute(0, 3, 1, 2), (pl, pr, pt, pb))
-            if op.type == "conv2d":
-                y = F.conv2d(xn, w.permute(0, 3, 1, 2), stride=a["stride"],
-                             dilation=a["dilation"])
-            else:
-                c = x.shape[3]
-                y = F.conv2d(xn, w.permute(3, 0, 1, 2), stride=a["stride"],
-                             dilation=a["dilation"], groups=c)
-            y = y.permute(0, 2, 3, 1)
-            if len(op.inputs) > 2 and op.inputs[2]:
-                y = y + param(op.inputs[2])
-        elif op.type == "fully_connected":
-            w = param(op.inputs[1])
-            y = x.reshape(-1, w.shape[1]) @ w.T
-            if len(op.inputs) > 2 and op.inputs[2]:
-                y = y + param(op.inputs[2])
-        elif op.type == "add":
-            y = x + vals[op.inputs[1]]
-        elif op.type == "avg_pool2d":
-            pt, pb, pl, pr = a["padding"]
-            assert (pt, pb, pl, pr) == (0, 0, 0, 0)
-            y = F.avg_pool2d(x.permute(0, 3, 1, 2), a["filter"], a["stride"]).permute(0, 2, 3, 1)
-        elif op.type == "reshape":
-            y = x.reshape(graph.tensors[op.outputs[0]].shape)
-        elif op.type == "softmax":
-            y = x  # fused into the loss: the logits are its input
-        else:
-            raise NotImplementedError(op.type)
+        y = float_op(graph, op, vals, param)
         out = graph.tensors[op.outputs[0]]
         golden = torch.tensor(deq(out, env[out.name].reshape(out.shape)), dtype=torch.float64)
         mask = torch.ones_like(golden)
-        act = a.get("activation", "none")
+        act = op.attrs.get("activation", "none")
         if act != "none":
             mask_name = f"{out.name}:mask"
             if mask_name in env:  # absent where no trainable layer lies upstream

@@ -1,0 +1,139 @@
+"""Code-generation benchmark: memory plan and host training speed per model and spec.
+
+Prints, per model and training spec: the schedule's lower bound, the planned arena, the
+parameter pool, the constant pool, compile time (training graph + schedule + plan + render),
+and host steps/second of the generated C (`fit --engine host`) next to PyTorch eager CPU
+training the same float model with the same trainable set (batch 1, SGD).
+
+    python -m tests.benchmark_codegen [--steps 200] [--models digits,kws,vww]
+
+Wall-clock numbers belong here, never in tests; tests/test_benchmarks.py runs a tiny budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT.parent / "shared" / "models"
+SPEC = "bias:all+weight:last2,opt=sgd,lr=0.001"
+
+
+def _models() -> dict[str, tuple[str, object]]:
+    import codegen.models as bundled
+
+    return {"digits": ("digits CNN (ONNX, PTQ)", bundled.path("digits_cnn.onnx")),
+            "kws": ("KWS DS-CNN", MODELS / "kws_ref_model.tflite"),
+            "ic": ("IC ResNet-8", MODELS / "pretrainedResnet_quant.tflite"),
+            "vww": ("VWW MobileNet-0.25", MODELS / "vww_96_int8.tflite"),
+            "ad": ("AD autoencoder", MODELS / "ad01_int8.tflite")}
+
+
+def _graph(path):
+    import codegen.models as bundled
+    from codegen.fit import prepare_model
+
+    calib = bundled.digits("train")[0][:100] if str(path).endswith(".onnx") else None
+    return prepare_model(path, calib, None)
+
+
+def _data(graph, n: int, rng):
+    t = graph.tensors[graph.inputs[0]]
+    x = rng.integers(-128, 128, size=(n, *t.shape[1:]), dtype=np.int8)
+    out = graph.tensors[graph.outputs[0]]
+    if out.shape[-1] >= 2 and len(out.shape) == 2 and out.shape[-1] < 100:
+        return x, rng.integers(0, out.shape[-1], size=n)
+    return x, x.reshape(n, *out.shape[1:])          # autoencoder: reconstruct the input
+
+
+def measure(key: str, spec: str, steps: int, work: Path) -> dict:
+    import torch
+
+    from codegen.memplan import plan_memory
+    from codegen.pipeline import compile_model
+    from codegen.run.host import run_host_fit
+    from codegen.toolchain.host import build_project
+    from codegen.train import build_training_graph
+    from codegen.train.spec import load_spec
+    from tests.torch_mirror import TorchMirror, deq
+
+    _, path = _models()[key]
+    graph = _graph(path)
+    s = load_spec(spec if key != "ad" else spec + ",loss=mse")
+    t0 = time.perf_counter()
+    tg = build_training_graph(graph, s)
+    plan = plan_memory(tg)
+    proj = compile_model(graph, board="host", spec=s, out_dir=work / key, force=True)
+    t_compile = time.perf_counter() - t0
+    build_project(proj.dir if hasattr(proj, "dir") else work / key)
+    rng = np.random.default_rng(0)
+    x, y = _data(graph, min(steps, 64), rng)
+    order = np.resize(np.arange(len(x)), steps)[None]
+    t0 = time.perf_counter()
+    run_host_fit(proj, x, y, order=order, epochs=1)
+    host_sps = steps / (time.perf_counter() - t0)
+
+    trainable = {p["tensor"] if isinstance(p, dict) else p
+                 for p in tg.metadata["training"]["parameters"]}
+    mirror = TorchMirror(graph, trainable)
+    params = [p for p in mirror.parameters() if p.requires_grad]
+    opt = torch.optim.SGD(params, lr=1e-3)
+    xin = graph.tensors[graph.inputs[0]]
+    xf = torch.tensor(deq(xin, x), dtype=torch.float32)
+    yt = torch.tensor(y)
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    for i in order[0]:
+        opt.zero_grad()
+        out = mirror(xf[i:i + 1])
+        if s.loss == "mse":
+            loss = torch.nn.functional.mse_loss(out, xf[i:i + 1].reshape(out.shape))
+        else:
+            loss = torch.nn.functional.cross_entropy(out.reshape(1, -1), yt[i:i + 1])
+        loss.backward()
+        opt.step()
+    torch_sps = steps / (time.perf_counter() - t0)
+    j = plan.to_json()
+    return {"model": key, "spec": spec, "lower_bound": j["lower_bound_bytes"],
+            "arena": j["peak_bytes"], "params": plan.params_bytes,
+            "constants": plan.constant_bytes, "compile_s": t_compile,
+            "host_steps_s": host_sps, "torch_steps_s": torch_sps}
+
+
+def run(keys: list[str], steps: int, work: Path, log=print) -> list[dict]:
+    rows = []
+    log(f"spec: {SPEC} (MSE for the autoencoder); {steps} steps, batch 1; PyTorch eager CPU, "
+        "1 thread")
+    log(f"{'model':8} {'lower bound':>12} {'arena':>10} {'params':>9} {'constants':>10} "
+        f"{'compile':>8} {'host C':>10} {'PyTorch':>10}")
+    for key in keys:
+        r = measure(key, SPEC, steps, work)
+        rows.append(r)
+        log(f"{key:8} {r['lower_bound']:>12,} {r['arena']:>10,} {r['params']:>9,} "
+            f"{r['constants']:>10,} {r['compile_s']:>7.2f}s {r['host_steps_s']:>8.0f}/s "
+            f"{r['torch_steps_s']:>8.0f}/s")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--models", default="digits,kws,ic,vww,ad")
+    args = ap.parse_args(argv)
+    keys = [k for k in args.models.split(",") if k]
+    missing = [k for k in keys if not Path(_models()[k][1]).is_file()]
+    if missing:
+        print(f"skipping {', '.join(missing)}: models not found in {MODELS}", file=sys.stderr)
+    with tempfile.TemporaryDirectory() as d:
+        run([k for k in keys if k not in missing], args.steps, Path(d))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
