@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import ModelError
 from ..golden import numerics as nx
 from ..golden.kernels.conv import FC_PER_TENSOR_FLOAT32_PRODUCT
-from ..ir import Graph, Op, Tensor
+from ..ir import Graph, Op, OpView, Tensor
 from .kernel_call import (
     C_TYPES,
     Arg,
@@ -49,45 +50,17 @@ SOFTMAX_SCALED_DIFF_INTEGER_BITS = 5  # TFLM int8 SOFTMAX: differences in Q5.26
 INF = float("inf")
 
 
-class _Op:
+@dataclass(frozen=True)
+class _Op(OpView):
     """An op with its graph and batch: typed access to tensors and precomputation helpers."""
 
-    def __init__(self, graph: Graph, op: Op, batch: int):
-        self.graph, self.op, self.batch = graph, op, batch
-
-    def error(self, message: str) -> ModelError:
-        return ModelError(f"op {self.op.name!r} ({self.op.type}): {message}")
-
-    def input(self, i: int) -> Tensor | None:
-        if i >= len(self.op.inputs) or not self.op.inputs[i]:
-            return None
-        return self.graph.tensors[self.op.inputs[i]]
-
-    def x(self) -> Tensor:
-        t = self.input(0)
-        assert t is not None
-        return t
-
-    def out(self) -> Tensor:
-        return self.graph.tensors[self.op.outputs[0]]
-
-    def attr(self, name: str, default=None):
-        return self.op.attrs.get(name, default)
+    batch: int = 1
 
     def shape(self, t: Tensor) -> tuple[int, ...]:
         """The tensor's shape with the batch put in (non-constant, leading dimension 1)."""
         if t.shape and t.shape[0] == 1 and not t.is_const:
             return (self.batch,) + t.shape[1:]
         return t.shape
-
-    def quant(self, t: Tensor) -> tuple[float, int]:
-        q = t.quant
-        if q is None:
-            raise self.error(f"tensor {t.name!r} ({t.dtype}) has no quantization parameters")
-        if q.scale.size != 1:
-            raise self.error(f"tensor {t.name!r} must be quantized per tensor, has "
-                             f"{q.scale.size} scales")
-        return float(q.scale[0]), int(q.zero_point[0])
 
     def dtypes(self, *allowed: tuple[str, ...]) -> tuple[str, ...]:
         """Check (input dtype, ..., output dtype) against the allowed combinations."""

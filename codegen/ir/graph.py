@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ModelError
+
 DTYPES = ("int8", "uint8", "int16", "int32", "int64", "float32", "bool", "bit")
 # "bit": packed booleans (activation masks of the training graph), 1 bit per element, never
 # constant data; ``Tensor.nbytes`` is ceil(n / 8).
@@ -203,3 +205,43 @@ class Graph:
         tensors = {n: t for n, t in self.tensors.items() if n in used}
         return Graph(self.name, tensors, kept, list(self.inputs), list(self.outputs),
                      dict(self.metadata))
+
+
+@dataclass(frozen=True)
+class OpView:
+    """An op together with its graph: typed access to its tensors and attributes.
+
+    Stages that work op by op (golden kernels, kernel call records) subclass it.
+    """
+
+    graph: Graph
+    op: Op
+
+    def input(self, i: int) -> Tensor | None:
+        if i >= len(self.op.inputs) or not self.op.inputs[i]:
+            return None
+        return self.graph.tensors[self.op.inputs[i]]
+
+    def x(self) -> Tensor:
+        t = self.input(0)
+        assert t is not None
+        return t
+
+    def out(self) -> Tensor:
+        return self.graph.tensors[self.op.outputs[0]]
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        return self.op.attrs.get(name, default)
+
+    def error(self, message: str) -> ModelError:
+        return ModelError(f"op {self.op.name!r} ({self.op.type}): {message}")
+
+    def quant(self, t: Tensor) -> tuple[float, int]:
+        """Per-tensor (scale, zero point) of a quantized tensor; scale is the float32 value."""
+        q = t.quant
+        if q is None:
+            raise self.error(f"tensor {t.name!r} ({t.dtype}) has no quantization parameters")
+        if q.scale.size != 1:
+            raise self.error(f"tensor {t.name!r} must be quantized per tensor, has "
+                             f"{q.scale.size} scales")
+        return float(q.scale[0]), int(q.zero_point[0])

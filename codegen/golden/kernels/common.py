@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import ModelError
-from ...ir import Graph, Op, Tensor
+from ...ir import OpView as IROpView
 
 # A prepared kernel: called with the values of the op's inputs (None for an absent optional
 # input; activations carry the batch on axis 0, constants are their stored data), returns the
@@ -17,30 +17,8 @@ Kernel = Callable[..., np.ndarray]
 
 
 @dataclass(frozen=True)
-class OpView:
-    """An op together with its graph: typed access to its tensors and attributes."""
-
-    graph: Graph
-    op: Op
-
-    def input(self, i: int) -> Tensor | None:
-        if i >= len(self.op.inputs) or not self.op.inputs[i]:
-            return None
-        return self.graph.tensors[self.op.inputs[i]]
-
-    def x(self) -> Tensor:
-        t = self.input(0)
-        assert t is not None
-        return t
-
-    def out(self) -> Tensor:
-        return self.graph.tensors[self.op.outputs[0]]
-
-    def attr(self, name: str, default=None):
-        return self.op.attrs.get(name, default)
-
-    def error(self, message: str) -> ModelError:
-        return ModelError(f"op {self.op.name!r} ({self.op.type}): {message}")
+class OpView(IROpView):
+    """The IR op view plus the golden kernels' constant and quantization lookups."""
 
     def const(self, i: int) -> np.ndarray:
         t = self.input(i)
@@ -49,15 +27,6 @@ class OpView:
             raise self.error(f"input {i} ({name!r}) must be a constant tensor")
         return t.data
 
-    def quant(self, t: Tensor) -> tuple[float, int]:
-        """Per-tensor (scale, zero point) of a quantized tensor; scale is the float32 value."""
-        q = t.quant
-        if q is None:
-            raise self.error(f"tensor {t.name!r} ({t.dtype}) has no quantization parameters")
-        if q.scale.size != 1:
-            raise self.error(f"tensor {t.name!r} must be quantized per tensor, has "
-                             f"{q.scale.size} scales")
-        return float(q.scale[0]), int(q.zero_point[0])
 
     def unsupported_dtype(self, dtype: str) -> ModelError:
         return self.error(f"the golden model has no {dtype} kernel for this op")
