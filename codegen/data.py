@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,6 +48,47 @@ def load_npz(path: str | Path, need_y: bool = False) -> tuple[np.ndarray, np.nda
     return x, y
 
 
+@dataclass(frozen=True)
+class TensorSpec:
+    """What data fitting needs to know of a model input or output: shape (with the batch
+    axis), dtype, per-tensor quantization and whether the model came from NCHW ONNX (then
+    NCHW data is accepted and transposed). Built from a graph or from a project manifest,
+    so ``pockengine sim --data`` fits data exactly as ``compile`` / ``fit`` do."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    scale: float | None = None
+    zero_point: int = 0
+    nchw: bool = False
+
+    @classmethod
+    def of(cls, graph: Graph, name: str | None = None) -> TensorSpec:
+        """The graph's (first) input, or the tensor ``name``."""
+        t = graph.tensors[graph.inputs[0] if name is None else name]
+        q = t.quant
+        nchw = graph.metadata.get("input_layouts", {}).get(t.name) == "NHWC"  # was NCHW
+        return cls(t.name, tuple(int(d) for d in t.shape), t.dtype,
+                   None if q is None else q.s, 0 if q is None else q.zp, nchw)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"tensor": self.name, "shape": list(self.shape), "dtype": self.dtype,
+                "scale": self.scale, "zero_point": self.zero_point, "nchw": self.nchw}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TensorSpec:
+        return cls(str(d["tensor"]), tuple(int(v) for v in d["shape"]), str(d["dtype"]),
+                   None if d.get("scale") is None else float(d["scale"]),
+                   int(d.get("zero_point", 0)), bool(d.get("nchw", False)))
+
+
+def quantize_values(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """Float values -> int8 with TFLite's rounding (half away from zero), saturated."""
+    v = np.asarray(x).astype(np.float64) / scale
+    v = np.sign(v) * np.floor(np.abs(v) + 0.5) + zero_point
+    return np.clip(v, -128, 127).astype(np.int8)
+
+
 def fit_input(graph: Graph, x: np.ndarray, what: str = "input") -> np.ndarray:
     """Bring a batch (axis 0) to the IR input's layout and dtype.
 
@@ -53,14 +96,17 @@ def fit_input(graph: Graph, x: np.ndarray, what: str = "input") -> np.ndarray:
     NCHW layout. Float data for an int8 input is quantized with the input's scale and zero point
     (round half away from zero, saturated); int8 data for a float input is rejected.
     """
-    t = graph.tensors[graph.inputs[0]]
+    return fit_to(TensorSpec.of(graph), x, what)
+
+
+def fit_to(t: TensorSpec, x: np.ndarray, what: str = "input") -> np.ndarray:
+    """``fit_input`` for a :class:`TensorSpec` (no graph needed)."""
     want = tuple(t.shape[1:])
     x = np.asarray(x)
     if x.ndim == len(want):            # a single sample without batch axis
         x = x[None]
     if tuple(x.shape[1:]) != want:
-        nchw = graph.metadata.get("input_layouts", {}).get(t.name) == "NHWC"  # was NCHW
-        if nchw and x.ndim == 4 and tuple(x.shape[1:]) == (want[2], want[0], want[1]):
+        if t.nchw and x.ndim == 4 and tuple(x.shape[1:]) == (want[2], want[0], want[1]):
             x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
         else:
             raise PockError(f"{what} has shape {list(x.shape)}, model input {t.name!r} expects "
@@ -71,12 +117,39 @@ def fit_input(graph: Graph, x: np.ndarray, what: str = "input") -> np.ndarray:
         if not np.issubdtype(x.dtype, np.floating):
             raise PockError(f"{what} has dtype {x.dtype}, model input {t.name!r} is int8 "
                             "(give int8 or float32 data)")
-        q = t.quant
-        v = x.astype(np.float64) / q.s
-        v = np.sign(v) * np.floor(np.abs(v) + 0.5) + q.zp
-        return np.clip(v, -128, 127).astype(np.int8)
+        return quantize_values(x, t.scale, t.zero_point)
     if t.dtype == "float32":
         if not np.issubdtype(x.dtype, np.floating):
             raise PockError(f"{what} has dtype {x.dtype}, model input {t.name!r} is float32")
         return x.astype(np.float32)
     raise PockError(f"model input {t.name!r} has unsupported dtype {t.dtype}")
+
+
+def fit_targets(out: TensorSpec, loss: str, x: np.ndarray, y: Any, what: str) -> np.ndarray:
+    """Class labels (cross-entropy: int64, checked against the output's classes) or int8
+    targets of the output's shape (MSE; float targets are quantized with the output's
+    parameters; no ``y``: the input itself, as for autoencoders)."""
+    if loss == "cross_entropy":
+        if y is None:
+            raise PockError(f"{what}: no labels 'y' for the cross_entropy loss")
+        y = np.asarray(y)
+        if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
+            raise PockError(f"{what}: labels 'y' must be integers of shape [N], got "
+                            f"{y.dtype} {list(y.shape)}")
+        n_classes = out.shape[-1]
+        if len(y) and (y.min() < 0 or y.max() >= n_classes):
+            raise PockError(f"{what}: labels range {int(y.min())}..{int(y.max())}, the model "
+                            f"has {n_classes} classes")
+        return y.astype(np.int64)
+    size = int(np.prod(out.shape[1:]))
+    tgt = x if y is None else np.asarray(y)
+    if tgt.ndim < 1 or tgt[:1].size != size:
+        raise PockError(f"{what}: loss mse needs targets shaped like the model output "
+                        f"{list(out.shape[1:])} per sample, got {list(tgt.shape)}")
+    if tgt.dtype != np.int8:
+        tgt = quantize_values(tgt.reshape(len(tgt), *out.shape[1:]), out.scale,
+                              out.zero_point)
+    if tuple(tgt.shape[1:]) != tuple(out.shape[1:]):
+        raise PockError(f"{what}: targets have shape {list(tgt.shape)}, model output "
+                        f"{out.name!r} is {list(out.shape)}")
+    return tgt

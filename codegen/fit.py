@@ -17,7 +17,7 @@ import numpy as np
 from .errors import PockError
 from .ir import Graph
 
-ENGINES = ("golden", "host")
+ENGINES = ("golden", "host")       # and every device board of the catalogue
 DEFAULT_CALIB_SAMPLES = 100
 
 
@@ -52,32 +52,9 @@ def _split(data: Mapping[str, np.ndarray] | str | Path, what: str) -> tuple[np.n
 
 def _targets(graph: Graph, loss: str, x: np.ndarray, y: Any, what: str) -> np.ndarray:
     """Class labels (cross-entropy) or int8 targets of the output's shape (MSE)."""
-    out = graph.tensors[graph.outputs[0]]
-    if loss == "cross_entropy":
-        if y is None:
-            raise PockError(f"{what}: no labels 'y' for the cross_entropy loss")
-        y = np.asarray(y)
-        if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
-            raise PockError(f"{what}: labels 'y' must be integers of shape [N], got "
-                            f"{y.dtype} {list(y.shape)}")
-        n_classes = out.shape[-1]
-        if len(y) and (y.min() < 0 or y.max() >= n_classes):
-            raise PockError(f"{what}: labels range {int(y.min())}..{int(y.max())}, the model "
-                            f"has {n_classes} classes")
-        return y.astype(np.int64)
-    # MSE: explicit targets, or reconstruct the input (autoencoders such as ad01)
-    tgt = x if y is None else np.asarray(y)
-    if tgt.ndim < 1 or tgt[:1].size != out.size:
-        raise PockError(f"{what}: loss mse needs targets shaped like the model output "
-                        f"{list(out.shape[1:])} per sample, got {list(tgt.shape)}")
-    if tgt.dtype != np.int8:
-        q = out.quant
-        v = tgt.astype(np.float64).reshape(len(tgt), *out.shape[1:]) / q.s
-        tgt = np.clip(np.sign(v) * np.floor(np.abs(v) + 0.5) + q.zp, -128, 127).astype(np.int8)
-    if tuple(tgt.shape[1:]) != tuple(out.shape[1:]):
-        raise PockError(f"{what}: targets have shape {list(tgt.shape)}, model output "
-                        f"{out.name!r} is {list(out.shape)}")
-    return tgt
+    from .data import TensorSpec, fit_targets
+
+    return fit_targets(TensorSpec.of(graph, graph.outputs[0]), loss, x, y, what)
 
 
 def evaluate(graph: Graph, outputs: np.ndarray, targets: np.ndarray, loss: str) -> dict:
@@ -103,23 +80,44 @@ def fit_model(model: str | Path | Graph, spec: Any,
               evals: Mapping[str, np.ndarray] | str | Path | None = None, *,
               epochs: int = 1, engine: str = "golden", calib: np.ndarray | None = None,
               seed: int = 0, shuffle: bool = True,
-              progress: Callable[[int, int, float], None] | None = None) -> dict[str, Any]:
+              progress: Callable[[int, int, float], None] | None = None,
+              profile_ops: bool = False, timeout: float | None = None,
+              keep_dir: str | Path | None = None, board: str | None = None
+              ) -> dict[str, Any]:
     """Fine-tune `model` on `train` with the training `spec` on `engine`; evaluate on `evals`.
 
     Samples are visited one per step, in a fresh `numpy.random.default_rng(seed)` permutation
     per epoch (or in file order without `shuffle`) — the same order on every engine.
+
+    `engine`: ``golden`` (NumPy), ``host`` (the generated C, built for the host) or a board of
+    the catalogue: the firmware is compiled with the data embedded, built with the board's
+    toolchain and run on its emulator (its default backward mode applies when the spec does
+    not choose one); the result then also has ``instructions`` per phase (per step, totals;
+    ``profile_ops``: per kernel call), ``memory`` (flash, SRAM, budget) and the measured
+    stack. ``keep_dir``: build the firmware there instead of a temporary directory.
+    ``board``: apply this board's defaults (its backward mode when the spec does not choose
+    one) on any engine, e.g. to reproduce a board's run on the golden model.
     """
     from .data import fit_input
     from .golden.training import TrainState, fit, predict
     from .train import build_training_graph
     from .train.spec import TrainSpec, load_spec
 
-    if engine not in ENGINES:
-        raise PockError(f"engine {engine!r} is not available (choose from {', '.join(ENGINES)})")
+    target = _engine_board(engine)
+    if board is not None:
+        from .board import load_board
+
+        defaults = load_board(board)
+        if target is not None and defaults.name != target.name:
+            raise PockError(f"--board {defaults.name} and --engine {target.name} disagree")
+    else:
+        defaults = target
     if epochs < 0:
         raise PockError(f"epochs must be >= 0, got {epochs}")
     t0 = time.perf_counter()
     spec = spec if isinstance(spec, TrainSpec) else load_spec(spec)
+    if defaults is not None:
+        spec = spec.with_default_backward(defaults.default_backward)
     x_tr, y_tr = _split(train, "training data")
     graph = prepare_model(model, calib, x_tr)
     x_tr = fit_input(graph, x_tr, "training data x")
@@ -130,7 +128,13 @@ def fit_model(model: str | Path | Graph, spec: Any,
         t_ev = _targets(graph, spec.loss, x_ev, y_ev, "evaluation data")
     tg = build_training_graph(graph, spec)
     state = TrainState.from_graph(tg)
-    if engine == "host":
+    extra: dict[str, Any] = {}
+    if target is not None:
+        res, before, after, t1, t2, extra = _fit_board(
+            target, graph, spec, tg, state, x_tr, t_tr,
+            (x_ev, t_ev) if evals is not None else None, epochs, seed, shuffle, progress,
+            profile_ops=profile_ops, timeout=timeout, keep_dir=keep_dir)
+    elif engine == "host":
         res, before, after, t1, t2 = _fit_host(graph, spec, tg, state, x_tr, t_tr,
                                                (x_ev, t_ev) if evals is not None else None,
                                                epochs, seed, shuffle, progress)
@@ -158,6 +162,7 @@ def fit_model(model: str | Path | Graph, spec: Any,
         "epoch_loss": res["epoch_loss"],
         "params_sha256": res["params_sha256"],
         "seconds": {"prepare": t1 - t0, "train": t2 - t1},
+        **extra,
     }
     if spec.loss == "mse":
         out["mse_before"], out["mse_after"] = before.get("mse"), after.get("mse")
@@ -196,3 +201,75 @@ def _fit_host(graph: Graph, spec: Any, tg: Graph, state: Any, x_tr: np.ndarray,
         state.set(name, np.frombuffer(res["params"], dt, t.size, offset).reshape(t.shape))
         offset += t.nbytes
     return res, before, after, t1, t2
+
+
+def _engine_board(engine: str) -> Any:
+    """None for golden/host, else the device board ``engine`` names (PockError otherwise)."""
+    if engine in ENGINES:
+        return None
+    from .board import list_boards, load_board
+
+    try:
+        board = load_board(engine)
+    except PockError:
+        names = [b.name for b in list_boards() if b.arch != "host"]
+        raise PockError(f"engine {engine!r} is not available (choose from "
+                        f"{', '.join(ENGINES + tuple(names))})") from None
+    return None if board.arch == "host" else board
+
+
+def _fit_board(board: Any, graph: Graph, spec: Any, tg: Graph, state: Any, x_tr: np.ndarray,
+               t_tr: np.ndarray, evals: tuple[np.ndarray, np.ndarray] | None, epochs: int,
+               seed: int, shuffle: bool, progress: Callable[[int, int, float], None] | None,
+               *, profile_ops: bool, timeout: float | None, keep_dir: str | Path | None
+               ) -> tuple[dict[str, Any], dict, dict, float, float, dict[str, Any]]:
+    """fit on a board's emulator: compile with the data embedded, build, run, read back."""
+    import hashlib
+    import tempfile
+
+    from .pipeline import build_project, compile_model, run_device
+    from .run.device import DEFAULT_TIMEOUT, result_json
+    from .targets import EmulatorUnavailable
+
+    with tempfile.TemporaryDirectory(prefix="pockengine-fit-") as tmp:
+        out = Path(keep_dir) if keep_dir is not None else Path(tmp) / board.name
+        proj = compile_model(graph, board=board.name, spec=spec, out_dir=out,
+                             data=(x_tr, t_tr), evals=evals, epochs=epochs, seed=seed,
+                             shuffle=shuffle, force=keep_dir is not None)
+        fw = build_project(proj, profile_ops=profile_ops)
+        t1 = time.perf_counter()
+        try:
+            dev = run_device(proj, build=fw, timeout=timeout or DEFAULT_TIMEOUT,
+                             profile_ops=profile_ops)
+        except EmulatorUnavailable as e:
+            if keep_dir is not None:
+                raise
+            raise EmulatorUnavailable(f"{str(e).split('; scripts written')[0]} (fit --keep DIR "
+                                      "keeps the firmware and its emulator scripts)") from None
+        t2 = time.perf_counter()
+        summary = result_json(proj, dev)
+    losses = dev.loss
+    if progress is not None:
+        n = len(x_tr)
+        for k, loss in enumerate(losses):
+            progress(k // n if n else 0, k, loss)
+    if dev.params is not None:
+        offset = 0
+        for name in state.parameters:        # the exported bytes: parameters in order, LE
+            t = tg.tensors[name]
+            dt = np.dtype(t.dtype).newbyteorder("<")
+            state.set(name, np.frombuffer(dev.params, dt, t.size, offset).reshape(t.shape))
+            offset += t.nbytes
+    per = len(losses) // epochs if epochs else 0
+    res = {"loss": losses, "steps": len(losses),
+           "epoch_loss": [float(np.mean(losses[e * per:(e + 1) * per])) if per else
+                          float("nan") for e in range(epochs)],
+           "params_sha256": dev.params_sha256 or hashlib.sha256(b"").hexdigest()}
+    before = {"accuracy": summary["accuracy_before"], "mse": summary.get("mse_before")}
+    after = {"accuracy": summary["accuracy_after"], "mse": summary.get("mse_after")}
+    extra = {"board": board.name, "instructions": summary["instructions"],
+             "memory": {k: fw.to_json()[k] for k in ("flash_bytes", "sram_bytes",
+                                                     "stack_bytes", "budget", "fits")}
+             | {"stack_used_bytes": dev.stack_used},
+             "firmware": str(fw.elf) if keep_dir is not None else None}
+    return res, before, after, t1, t2, extra

@@ -16,10 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..board import Board
+from ..data import TensorSpec
 from ..resources import data_dir
+from .device import FIRMWARE_SUFFIX, DeviceData, board_files, data_files, data_records
 from .environment import render
 from .names import check_identifiers, check_prefix
-from .records import Lowered, RecordBuilder, SourceInfo
+from .records import Lowered, RecordBuilder, SourceInfo, op_phase
 
 GENERATOR = f"pockengine {__version__}"
 MANIFEST = "pockengine.json"
@@ -58,18 +61,23 @@ def runtime_identifiers(files: dict[str, bytes]) -> set[str]:
     return names
 
 
-def render_project(lowered: Lowered, source: SourceInfo, *, prefix: str = "pe"
+def render_project(lowered: Lowered, source: SourceInfo, *, prefix: str = "pe",
+                   board: Board | None = None, data: DeviceData | None = None
                    ) -> RenderedProject:
+    """The project's files. ``board``: a device board (None or an ``arch: host`` board: the
+    host harness); a device project embeds ``data`` (default: none, the firmware then only
+    initialises and reports) and carries the board's runtime, linker script and Makefile."""
     check_prefix(prefix)
+    device = board is not None and board.arch != "host"
     builder = RecordBuilder(lowered, prefix)
     ctx = builder.build(source, GENERATOR)
     runtime = runtime_files()
-    check_identifiers(builder.identifiers, runtime_identifiers(runtime))
-    binary = f"{prefix}_host"
+    identifiers = list(builder.identifiers)
     model_sources = [f"{prefix}_model.c", f"{prefix}_weights.c"]
     kernel_sources = sorted(p for p in runtime if p.endswith(".c"))
     build_ctx = {
-        "binary": binary, "cflags": list(C_FLAGS), "sanitize_flags": list(SANITIZE_FLAGS),
+        "binary": f"{prefix}_host", "cflags": list(C_FLAGS),
+        "sanitize_flags": list(SANITIZE_FLAGS),
         "include_dirs": [".", KERNEL_DIR, f"{KERNEL_DIR}/ref"],
         "model_sources": model_sources, "kernel_sources": kernel_sources,
         "host_sources": ["main_host.c"],
@@ -84,15 +92,46 @@ def render_project(lowered: Lowered, source: SourceInfo, *, prefix: str = "pe"
         f"{prefix}_model.c": render(model_c, **ctx),
         f"{prefix}_weights.h": render("weights.h.j2", **ctx),
         f"{prefix}_weights.c": render("weights.c.j2", **ctx),
-        "main_host.c": render("main_host.c.j2", **ctx),
-        "Makefile": render("Makefile.j2", **ctx),
-        "CMakeLists.txt": render("CMakeLists.txt.j2", **ctx),
     }
-    files = {k: v.encode() for k, v in text.items()}
+    files: dict[str, bytes] = {}
+    foreign = dict(runtime)
+    device_info = None
+    if device:
+        assert board is not None
+        if data is None:
+            data = DeviceData.empty(tuple(lowered.infer.graph.tensors[
+                lowered.infer.graph.inputs[0]].shape))
+        bf = board_files(board, prefix)
+        ctx.update({"binary": f"{prefix}{FIRMWARE_SUFFIX}", "board": bf.records,
+                    "include_dirs": ctx["include_dirs"] + list(bf.include_dirs),
+                    "device_sources": ["main_device.c", f"{prefix}_data.c"]})
+        _, data_idents = data_records(prefix, data, ctx["banner"])
+        identifiers += data_idents
+        text["main_device.c"] = render("main_device.c.j2", **ctx)
+        text["Makefile"] = render("Makefile_board.j2", **ctx)
+        files.update(data_files(prefix, data, ctx["banner"]))
+        files.update(bf.files)
+        foreign.update(bf.files)
+        device_info = _device_manifest(board, data, ctx)
+    else:
+        text["main_host.c"] = render("main_host.c.j2", **ctx)
+        text["Makefile"] = render("Makefile.j2", **ctx)
+        text["CMakeLists.txt"] = render("CMakeLists.txt.j2", **ctx)
+    check_identifiers(identifiers, runtime_identifiers(foreign))
+    files.update({k: v.encode() for k, v in text.items()})
     files.update(runtime)
     manifest = _manifest(lowered, source, prefix, ctx, sorted(files) + [MANIFEST])
+    if device_info is not None:
+        manifest["device"] = device_info
     files[MANIFEST] = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
-    return RenderedProject(files, manifest, tuple(builder.identifiers))
+    return RenderedProject(files, manifest, tuple(identifiers))
+
+
+def _device_manifest(board: Board, data: DeviceData, ctx: dict[str, Any]) -> dict[str, Any]:
+    return {"arch": board.arch, "cpu": board.cpu, "emulator": board.emulator,
+            "budget": {"sram_bytes": board.sram_budget, "flash_bytes": board.flash_budget},
+            "stack_bytes": board.stack, "linker_script": ctx["board"]["linker_script"],
+            "ops_binary": f"build-ops/{ctx['binary']}", "data": data.summary()}
 
 
 def _manifest(lowered: Lowered, source: SourceInfo, prefix: str, ctx: dict[str, Any],
@@ -102,6 +141,7 @@ def _manifest(lowered: Lowered, source: SourceInfo, prefix: str, ctx: dict[str, 
     training = None
     if train is not None and tr is not None:
         meta = train.graph.metadata["training"]
+        ops = {op.name: op for op in train.graph.ops}
         training = {
             "loss": meta["loss"], "backward": meta["mode"],
             "optimizer": meta["optimizer"]["name"], "spec": source.spec,
@@ -115,6 +155,8 @@ def _manifest(lowered: Lowered, source: SourceInfo, prefix: str, ctx: dict[str, 
             "arena_bytes": train.plan.arena_bytes,
             "lower_bound_bytes": train.plan.lower_bound_bytes,
             "steps": len(train.calls),
+            "ops": [{"op": c.op, "kernel": c.kernel, "phase": op_phase(ops[c.op])}
+                    for c in train.calls],
         }
     return {
         "generator": "pockengine", "version": __version__, "prefix": prefix,
@@ -124,11 +166,14 @@ def _manifest(lowered: Lowered, source: SourceInfo, prefix: str, ctx: dict[str, 
         "input": {k: ctx["input"][k] for k in ("bytes", "shape", "zero_point")} | {
             "tensor": infer.graph.inputs[0],
             "scale": float(infer.graph.tensors[infer.graph.inputs[0]].quant.s)
-            if infer.graph.tensors[infer.graph.inputs[0]].quant else 1.0},
+            if infer.graph.tensors[infer.graph.inputs[0]].quant else 1.0,
+            "dtype": infer.graph.tensors[infer.graph.inputs[0]].dtype,
+            "nchw": TensorSpec.of(infer.graph).nchw},
         "output": {k: ctx["output"][k] for k in ("bytes", "shape", "zero_point")} | {
             "tensor": infer.graph.outputs[0],
             "scale": float(infer.graph.tensors[infer.graph.outputs[0]].quant.s)
-            if infer.graph.tensors[infer.graph.outputs[0]].quant else 1.0},
+            if infer.graph.tensors[infer.graph.outputs[0]].quant else 1.0,
+            "dtype": infer.graph.tensors[infer.graph.outputs[0]].dtype, "nchw": False},
         "memory": {"arena_bytes": ctx["arena_bytes"], "params_bytes": ctx["params_bytes"],
                    "infer_arena_bytes": infer.plan.arena_bytes,
                    "infer_lower_bound_bytes": infer.plan.lower_bound_bytes,

@@ -40,12 +40,15 @@ from ..backends import (
     TensorListArg,
 )
 from ..errors import ModelError
-from ..ir import Graph
+from ..ir import Graph, Op
 from ..memplan import MemoryPlan
 from .literals import array_rows, c_float, c_int
 from .names import Namer, comment_text
 
 ALIGNMENT = 16
+# phase of a training-graph op -> the runtime's phase number (runtime_c/runtime/pe_profile.h)
+PROFILE_PHASES = {"forward": "PE_PROF_FORWARD", "loss": "PE_PROF_LOSS",
+                  "backward": "PE_PROF_BACKWARD", "update": "PE_PROF_UPDATE"}
 _ELEMENT_CTYPES = {**C_TYPES, "bit": "uint8_t"}
 
 
@@ -80,6 +83,14 @@ class SourceInfo:
 
 
 # -- small helpers ------------------------------------------------------------------------------
+def op_phase(op: Op) -> str:
+    """forward | loss | backward | update (ReLU masks are computed with the forward pass)."""
+    from ..train.report import phase
+
+    ph = phase(op)
+    return "forward" if ph == "mask" else ph
+
+
 def _shape(shape: Sequence[int]) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
@@ -178,7 +189,11 @@ class RecordBuilder:
         self.P = prefix.upper()
         self.tensor_names = Namer()
         self.macros = {"inf": f"{self.P}_INF", "arena_at": f"{self.P}_ARENA_AT",
-                       "params_at": f"{self.P}_PARAMS_AT", "aligned": f"{self.P}_ALIGNED"}
+                       "params_at": f"{self.P}_PARAMS_AT", "aligned": f"{self.P}_ALIGNED",
+                       "profile": f"{self.P}_PROFILE", "profile_ops": f"{self.P}_PROFILE_OPS",
+                       "phase_begin": f"{self.P}_PHASE_BEGIN",
+                       "phase_end": f"{self.P}_PHASE_END",
+                       "op_begin": f"{self.P}_OP_BEGIN", "op_end": f"{self.P}_OP_END"}
         self.kconst = _KernelConstants(prefix, self.macros)
         train = lowered.train
         self.param_slots: dict[str, _Slot] = {}
@@ -279,7 +294,10 @@ class RecordBuilder:
                     raise TypeError(f"{where}: unknown argument {arg_name!r}: {arg!r}")
             op = ops[call.op]
             calls.append({"index": k, "kernel": call.kernel, "args": args,
-                          "comment": comment_text(f"{op.type} {op.name}")})
+                          "comment": comment_text(f"{op.type} {op.name}"),
+                          "before": [], "after": []})
+        if fn == "train":
+            self._profile_marks(calls, [ops[c.op] for c in lg.calls])
         inputs = set(graph.inputs) | set(graph.outputs)
         offsets = [{"macro": s.macro, "offset": s.offset,
                     "comment": comment_text(self._slot_comment(graph, plan, s))}
@@ -288,6 +306,23 @@ class RecordBuilder:
         return {"name": fn, "calls": calls, "lists": lists, "offsets": offsets,
                 "arena_bytes": plan.arena_bytes, "lower_bound_bytes": plan.lower_bound_bytes,
                 "steps": len(lg.calls), "_arena": arena}
+
+    def _profile_marks(self, calls: list[dict[str, Any]], ops: Sequence[Op]) -> None:
+        """Instruction-counter markers of the training step: each run of calls of one phase
+        (forward, loss, backward, update; a ReLU mask is forward work) is bracketed by
+        ``<P>_PHASE_BEGIN/END(PE_PROF_<PHASE>)`` and each call by ``<P>_OP_BEGIN/END(k)``.
+        The macros vanish unless a device build defines ``<P>_PROFILE`` (``<P>_PROFILE_OPS``
+        for the per-op markers); see model.c.j2."""
+        phases = [op_phase(op) for op in ops]
+        m = self.macros
+        for k, (call, ph) in enumerate(zip(calls, phases, strict=True)):
+            call["phase"] = ph
+            if k == 0 or phases[k - 1] != ph:
+                call["before"].append(f"{m['phase_begin']}({PROFILE_PHASES[ph]});")
+            call["before"].append(f"{m['op_begin']}({k}u);")
+            call["after"].append(f"{m['op_end']}({k}u);")
+            if k == len(calls) - 1 or phases[k + 1] != ph:
+                call["after"].append(f"{m['phase_end']}({PROFILE_PHASES[ph]});")
 
     def _slot_comment(self, graph: Graph, plan: MemoryPlan, s: _Slot) -> str:
         t = graph.tensors[s.name]
@@ -388,7 +423,7 @@ class RecordBuilder:
         lg = self.lowered.train
         if lg is None:
             return {"pool_bytes": 0, "slots": [], "images": [], "export": [],
-                    "export_bytes": 0, "has_le32": False}
+                    "export_bytes": 0, "has_le32": False, "has_bytes": False}
         g = lg.graph
         slots, images = [], []
         for s in self.param_slots.values():
@@ -417,7 +452,8 @@ class RecordBuilder:
                            "comment": comment_text(f"{name}: {t.dtype} {_shape(t.shape)}")})
         return {"pool_bytes": lg.plan.params_bytes, "slots": slots, "images": images,
                 "export": export, "export_bytes": sum(e["bytes"] for e in export),
-                "has_le32": any(e["kind"] == "le32" for e in export)}
+                "has_le32": any(e["kind"] == "le32" for e in export),
+                "has_bytes": any(e["kind"] == "bytes" for e in export)}
 
     def _banner(self, source: SourceInfo, generator: str) -> list[str]:
         lines = [f"Generated by {generator} -- do not edit.",
@@ -432,7 +468,9 @@ class RecordBuilder:
         """Every identifier the project defines at file scope or as a macro."""
         p, P = self.p, self.P
         names = [f"{p}_{f}" for f in ("init", "infer", "train_step", "train_step_target",
-                                       "params_export", "params_import")]
+                                       "params_export", "params_import", "params_stream",
+                                       "state_read", "state_write",
+                                       "stream_bytes", "stream_le32")]
         names += [f"{P}_{m}" for m in API_MACROS]
         names += list(self.macros.values())
         names += [f"{p}_arena", f"{p}_params", f"{p}_ready", f"{p}_no_scratch", f"{p}_copy",

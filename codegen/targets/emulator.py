@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,7 +92,8 @@ def qemu_arm_command(board: Board, elf: Path, *, uart: str | None, uart_console:
 def run_on_emulator(board: Board, elf: str | Path, timeout: float = 60.0,
                     uart: str | None = None, *, profile: bool = True,
                     work_dir: str | Path | None = None, console: str | None = None,
-                    args: Sequence[str] = ()) -> RunResult:
+                    args: Sequence[str] = (),
+                    on_line: Callable[[str], None] | None = None) -> RunResult:
     """Run ``elf`` on ``board``'s emulator for at most ``timeout`` seconds.
 
     ``uart``: where the board's serial peripheral goes (QEMU: a -serial spec such as
@@ -99,6 +101,8 @@ def run_on_emulator(board: Board, elf: str | Path, timeout: float = 60.0,
     ``profile``: count instructions (QEMU boards). ``console``: the console the image was built
     with when it differs from the board's (``'uart'``). ``args``: program arguments (host).
     ``work_dir``: where the plugin and its output go (default: next to the ELF).
+    ``on_line``: called with every line the program prints as it prints it (progress), QEMU
+    and host runs.
     """
     elf = Path(elf)
     if not elf.is_file():
@@ -135,7 +139,7 @@ def run_on_emulator(board: Board, elf: str | Path, timeout: float = 60.0,
     else:
         cmd = [str(elf.resolve()), *args]
 
-    stdout, stderr, code, timed_out = _run(cmd, timeout)
+    stdout, stderr, code, timed_out = _run(cmd, timeout, on_line)
     result = parse_output(board.name, stdout, code, timed_out)
     counts = None
     if plugin and counts_file.is_file() and not timed_out:
@@ -149,12 +153,15 @@ def run_on_emulator(board: Board, elf: str | Path, timeout: float = 60.0,
         stderr=stderr)
 
 
-def _run(cmd: list[str], timeout: float) -> tuple[str, str, int | None, bool]:
+def _run(cmd: list[str], timeout: float, on_line: Callable[[str], None] | None = None
+         ) -> tuple[str, str, int | None, bool]:
     try:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
     except OSError as e:
         raise PockError(f"cannot run {cmd[0]} ({e.strerror or e})") from None
+    if on_line is not None:
+        return _run_streaming(proc, timeout, on_line)
     try:
         out, err = proc.communicate(timeout=timeout)
         timed_out = False
@@ -164,6 +171,39 @@ def _run(cmd: list[str], timeout: float) -> tuple[str, str, int | None, bool]:
         timed_out = True
     code = None if timed_out else proc.returncode
     return (out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), code, timed_out)
+
+
+def _run_streaming(proc: subprocess.Popen, timeout: float, on_line: Callable[[str], None]
+                   ) -> tuple[str, str, int | None, bool]:
+    """``_run`` handing each stdout line to ``on_line`` as it arrives (reader threads keep
+    both pipes drained; the timeout still applies)."""
+    out: list[str] = []
+    err: list[bytes] = []
+
+    def pump_out() -> None:
+        for raw in proc.stdout:                     # type: ignore[union-attr]
+            line = raw.decode("utf-8", "replace")
+            out.append(line)
+            on_line(line)
+
+    def pump_err() -> None:
+        err.append(proc.stderr.read())              # type: ignore[union-attr]
+
+    threads = [threading.Thread(target=pump_out, daemon=True),
+               threading.Thread(target=pump_err, daemon=True)]
+    for t in threads:
+        t.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        timed_out = True
+    for t in threads:
+        t.join()
+    code = None if timed_out else proc.returncode
+    return "".join(out), b"".join(err).decode("utf-8", "replace"), code, timed_out
 
 
 def parse_output(board: str, stdout: str, code: int | None, timed_out: bool) -> dict:

@@ -98,14 +98,25 @@ def object_sizes(objects: list[Path]) -> dict[str, int]:
 
 
 def build_project(directory: str | Path | Project, *, cc: str | None = None,
-                  sanitize: bool = False, build_dir: str | None = None) -> BuildResult:
-    """Build a generated project for its board (host: make) and report sizes.
+                  sanitize: bool = False, build_dir: str | None = None,
+                  profile_ops: bool = False, check: bool = True) -> Any:
+    """Build a generated project for its board and report sizes: host projects with make and
+    the host compiler (a ``BuildResult``), board projects with make and the board's cross
+    compiler (a ``toolchain.device.FirmwareBuild``, checked against the board's budget unless
+    ``check`` is False; ``profile_ops``: per-op instruction markers).
 
     ``build_dir`` (relative to the project): default ``build`` (``build-asan`` with
     ``sanitize``). A build directory made with another compiler or flags starts over."""
     project = directory if isinstance(directory, Project) else open_project(directory)
+    if "device" in project.manifest:
+        from .device import build_firmware
+
+        if sanitize or cc or build_dir:
+            raise PockError(f"{project.dir}: --sanitize, --cc and build directories are for "
+                            f"host projects; this one is for board {project.board}")
+        return build_firmware(project, profile_ops=profile_ops, check=check)
     if project.board != "host":
-        raise PockError(f"{project.dir}: board {project.board!r} has no toolchain here yet")
+        raise PockError(f"{project.dir}: board {project.board!r} has no toolchain here")
     make = shutil.which("make")
     if make is None:
         raise PockError("'make' not found on PATH (needed to build the host project)")

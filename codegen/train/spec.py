@@ -28,7 +28,7 @@ channel-sparse update; the choice is made at compile time and recorded in the tr
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,20 @@ class TrainSpec:
     master_weights: str = "none"
     accumulate: int = 1
     source: str = "<spec>"
+    backward_given: bool = True   # False: the spec did not say (a board's default may apply)
+
+    def with_default_backward(self, mode: str) -> TrainSpec:
+        """This spec with backward ``mode`` (a board's default) if the spec did not choose one.
+        Master weights the spec asked for follow the mode (fp32 <-> int32); ``self`` when the
+        spec chose its mode or already has this one."""
+        if self.backward_given or mode == self.backward:
+            return self
+        if mode not in BACKWARD_MODES:
+            raise SpecError(f"{self.source}: backward must be fp32 or int8, got {mode!r}")
+        master = self.master_weights
+        if master != "none":
+            master = "fp32" if mode == "fp32" else "int32"
+        return replace(self, backward=mode, master_weights=master, backward_given=True)
 
 
 @dataclass(frozen=True)
@@ -213,7 +227,8 @@ def spec_from_dict(d: Any, source: str = "<spec>") -> TrainSpec:
     return TrainSpec(loss=loss, trainable=tuple(_rule(source, r) for r in tr),
                      optimizer=_optimizer(source, d.get("optimizer", {})),
                      schedule=_schedule(source, d.get("schedule", {})),
-                     backward=backward, master_weights=master, accumulate=acc, source=source)
+                     backward=backward, master_weights=master, accumulate=acc, source=source,
+                     backward_given="backward" in d)
 
 
 def _short_rule(source: str, token: str) -> dict[str, Any]:

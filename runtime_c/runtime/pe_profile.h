@@ -34,9 +34,14 @@ enum {
     PE_PROF_INFER = 5,    /* one inference */
     PE_PROF_INIT = 6,
     PE_PROF_EVAL = 7,
-    PE_PROF_USER = 8,     /* first free number: per-op phases, tests, ... (phase "p8"...) */
-    PE_PROF_MAX_PHASES = 64
+    PE_PROF_USER = 8      /* first free number: per-op phases, tests, ... (phase "p8"...) */
 };
+
+/* Phases the marker array has room for; a build may raise it (the QEMU plugin counts up to
+ * 256), e.g. -DPE_PROF_MAX_PHASES=256 for per-op counts of a long training step. */
+#ifndef PE_PROF_MAX_PHASES
+#define PE_PROF_MAX_PHASES 64
+#endif
 
 /* The marker array the plugin watches (2 slots per phase: begin, end). */
 extern volatile uint32_t pe_prof_marks[2 * PE_PROF_MAX_PHASES];

@@ -11,7 +11,8 @@ from codegen.render import Lowered
 
 def test_stages_in_order_and_alone(tmp_path, digits_graph):
     assert [name for name, _ in pipeline.STAGES] == [
-        "load", "quantize", "training_graph", "plan", "lower", "render", "write", "build", "run"]
+        "load", "quantize", "training_graph", "plan", "lower", "embed", "render", "write",
+        "build", "run", "run_device"]
     src = pipeline.quantize(pipeline.load(digits_graph), None)   # int8: passes through
     assert src.graph is digits_graph and len(src.sha256) == 64
     tg = pipeline.training_graph(src.graph, "bias:last2")

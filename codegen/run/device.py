@@ -1,0 +1,411 @@
+"""Run a board project's firmware on the board's emulator and read what it reports.
+
+The firmware (templates/main_device.c.j2) trains on the data embedded in flash and prints one
+``@pe:`` line per fact: accuracy before/after, every step's loss as float32 bits, the exported
+parameters and their SHA-256 (computed on the device, runtime_c/runtime/pe_sha256.c). The
+instruction-count plugin (codegen/targets/profile.py) reports the phases the firmware marks:
+``init``, ``step`` (and inside it ``forward``, ``loss``, ``backward``, ``update``), ``eval``,
+``infer``; with ``profile_ops`` one phase per kernel call of the training step.
+
+``device_data`` fits user data to a project (int8 inputs, labels or int8 targets, the sample
+order of every step, exactly as ``run_host_fit`` and the golden ``fit`` visit them);
+``embed_data`` rewrites a project's ``<p>_data.c`` for ``pockengine sim --data``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import PockError
+from ..render.output import Project, open_project
+
+DEFAULT_TIMEOUT = 600.0
+PHASES = ("forward", "loss", "backward", "update")
+
+
+class DeviceRunError(PockError):
+    """The firmware failed, faulted or timed out; ``output`` holds what it printed."""
+
+    def __init__(self, message: str, output: str = ""):
+        super().__init__(message)
+        self.output = output
+
+
+# -- data -----------------------------------------------------------------------------------------
+def _split(data: Any, what: str) -> tuple[np.ndarray, Any, str | None]:
+    """(x, y or None, file name or None) of an .npz path, a mapping with x/y or a tuple."""
+    if data is None:
+        return np.zeros(0), None, None
+    if isinstance(data, (str, Path)):
+        from ..data import load_npz
+
+        x, y = load_npz(data)
+        return x, y, str(data)
+    if isinstance(data, Mapping):
+        if "x" not in data:
+            raise PockError(f"{what}: no array 'x'")
+        return np.asarray(data["x"]), None if data.get("y") is None else np.asarray(
+            data["y"]), None
+    x, y = data
+    return np.asarray(x), None if y is None else np.asarray(y), None
+
+
+def device_data(inp: Any, out: Any, loss: str | None, train: Any = None, evals: Any = None,
+                *, epochs: int = 1, seed: int = 0, shuffle: bool = True,
+                print_outputs: bool = False, dump_params: bool = True) -> Any:
+    """A :class:`~codegen.render.device.DeviceData` for a project.
+
+    ``inp`` / ``out``: the model input and output (``codegen.data.TensorSpec``); ``loss``: the
+    training loss (None: an inference-only project; eval labels are then optional).
+    ``train`` / ``evals``: .npz paths, mappings with ``x``/``y`` or ``(x, y)`` tuples."""
+    from ..data import fit_targets, fit_to
+    from ..render.device import DeviceData
+    from .host import sample_order
+
+    if epochs < 0:
+        raise PockError(f"epochs must be >= 0, got {epochs}")
+    empty = np.zeros((0, *inp.shape[1:]), np.int8)
+    source: dict[str, Any] = {}
+    train_x, train_t = empty, None
+    if train is not None:
+        if loss is None:
+            raise PockError("training data for a model compiled without a training spec "
+                            "(add --train)")
+        x, y, name = _split(train, "training data")
+        train_x = fit_to(inp, x, "training data x")
+        train_t = fit_targets(out, loss, train_x, y, "training data")
+        source["train"] = name
+    eval_x, eval_t = empty, None
+    if evals is not None:
+        x, y, name = _split(evals, "evaluation data")
+        eval_x = fit_to(inp, x, "evaluation data x")
+        if loss is not None:
+            eval_t = fit_targets(out, loss, eval_x, y, "evaluation data")
+        elif y is not None:
+            eval_t = fit_targets(out, "cross_entropy", eval_x, y, "evaluation data")
+        source["eval"] = name
+    n = len(train_x)
+    order = sample_order(n, epochs, shuffle=shuffle, seed=seed) if n else np.zeros(0, np.int64)
+    return DeviceData(train_x, train_t, eval_x, eval_t, order, epochs=epochs if n else 0,
+                      seed=seed if shuffle else None, print_outputs=print_outputs,
+                      dump_params=dump_params, source=source)
+
+
+def project_data(project: Project, train: Any = None, evals: Any = None, *,
+                 epochs: int | None = None, seed: int | None = None,
+                 shuffle: bool | None = None, print_outputs: bool | None = None) -> Any:
+    """``device_data`` for an existing project: its input/output from the manifest; what is not
+    given is taken from the project's current data (its source files must still exist)."""
+    from ..data import TensorSpec
+
+    m = project.manifest
+    cur = m.get("device", {}).get("data", {})
+    src = cur.get("source", {})
+    if train is None and epochs is not None and cur.get("train_samples"):
+        train = src.get("train")
+        if not train or not Path(train).is_file():
+            raise PockError("--epochs needs the training data again (--data): the project "
+                            "does not know where its data came from")
+    if evals is None and train is not None and cur.get("eval_samples"):
+        evals = src.get("eval") if src.get("eval") and Path(src["eval"]).is_file() else None
+    training = m.get("training")
+    return device_data(
+        TensorSpec.from_dict(m["input"]), TensorSpec.from_dict(m["output"]),
+        training["loss"] if training else None, train, evals,
+        epochs=epochs if epochs is not None else max(1, int(cur.get("epochs") or 1)),
+        seed=seed if seed is not None else (cur.get("seed") or 0),
+        shuffle=shuffle if shuffle is not None else cur.get("seed", 0) is not None,
+        print_outputs=print_outputs if print_outputs is not None
+        else bool(cur.get("print_outputs")))
+
+
+def embed_data(project: Project, data: Any) -> Project:
+    """Rewrite the project's data files and manifest for ``data`` (a DeviceData)."""
+    import json
+
+    from ..render.device import check_data, data_files
+    from ..render.output import MANIFEST
+
+    m = dict(project.manifest)
+    if "device" not in m:
+        raise PockError(f"{project.dir}: a {m.get('board')} project has no embedded data "
+                        "(compile for a device board)")
+    check_data(data, input_bytes=int(m["input"]["bytes"]),
+               output_bytes=int(m["output"]["bytes"]), training=m.get("training"))
+    banner = _banner_of(project)
+    for rel, blob in data_files(project.prefix, data, banner).items():
+        path = project.dir / rel
+        if not path.is_file() or path.read_bytes() != blob:
+            path.write_bytes(blob)
+    m["device"] = dict(m["device"]) | {"data": data.summary()}
+    (project.dir / MANIFEST).write_text(json.dumps(m, indent=1, sort_keys=True) + "\n")
+    return Project(project.dir, m)
+
+
+def _banner_of(project: Project) -> list[str]:
+    """The banner lines of the project's generated header (the data files repeat them)."""
+    text = (project.dir / f"{project.prefix}_model.h").read_text()
+    lines = []
+    for ln in text.splitlines()[2:]:
+        if not ln.startswith(" * "):
+            break
+        lines.append(ln[3:])
+    return lines
+
+
+# -- running --------------------------------------------------------------------------------------
+@dataclass
+class DeviceResult:
+    """What a firmware run reported (see the module docstring)."""
+
+    board: str
+    loss_bits: np.ndarray
+    eval_before: tuple[int, int] | None
+    eval_after: tuple[int, int] | None
+    eval_kind: str                              # accuracy | mse | none
+    params: bytes | None
+    params_sha256: str | None
+    outputs: dict[int, bytes]
+    instructions: dict[str, Any]
+    stack_used: int | None
+    run: Any = field(repr=False)
+
+    @property
+    def loss(self) -> list[float]:
+        return [float(v) for v in self.loss_bits.view(np.float32)]
+
+    def accuracy(self, which: str) -> float | None:
+        ev = self.eval_before if which == "before" else self.eval_after
+        if ev is None or self.eval_kind != "accuracy" or ev[1] == 0:
+            return None
+        return ev[0] / ev[1]
+
+
+def run_device(project: Any, *, timeout: float = DEFAULT_TIMEOUT, profile: bool = True,
+               profile_ops: bool = False, build: Any = None,
+               on_line: Callable[[str], None] | None = None) -> DeviceResult:
+    """Build (if needed) and run a board project's firmware on its emulator. ``on_line``: gets
+    every line the firmware prints, as it prints it (progress)."""
+    from ..board import load_board
+    from ..targets import run_on_emulator
+    from ..toolchain.device import FirmwareBuild, build_firmware
+
+    if isinstance(build, FirmwareBuild):
+        fw = build
+    else:
+        proj = project if isinstance(project, Project) else open_project(project)
+        fw = build_firmware(proj, profile_ops=profile_ops)
+    proj = fw.project
+    board = load_board(proj.board)
+    result = run_on_emulator(board, fw.elf, timeout=timeout, profile=profile,
+                             on_line=on_line)
+    return parse_run(proj, board, result, profile_ops=profile_ops)
+
+
+def parse_run(project: Project, board: Any, result: Any, *, profile_ops: bool = False
+              ) -> DeviceResult:
+    """The @pe: lines of a run, checked (failures, timeouts and faults raise)."""
+    text = result.stdout
+    tail = "\n".join(text.strip().splitlines()[-5:])
+    errors = [ln[len("@pe:error "):] for ln in text.splitlines() if ln.startswith("@pe:error ")]
+    if errors:
+        raise DeviceRunError(f"{board.name}: firmware failed: {errors[0]}", text)
+    if result.timed_out:
+        raise DeviceRunError(f"{board.name}: the firmware did not finish in time (timeout; "
+                             f"last output: {tail[-200:]!r})", text)
+    if result.fault:
+        raise DeviceRunError(f"{board.name}: CPU fault: {result.fault}", text)
+    if result.exit_code != 0:
+        raise DeviceRunError(f"{board.name}: firmware exited with status {result.exit_code} "
+                             f"({(result.stderr or tail).strip()[-200:]!r})", text)
+    losses: dict[int, int] = {}
+    evals: dict[str, tuple[int, int]] = {}
+    params: dict[int, bytes] = {}
+    outputs: dict[int, bytes] = {}
+    sha = None
+    begun = False
+    for line in text.splitlines():
+        f = line.split()
+        if not f or not f[0].startswith("@pe:"):
+            continue
+        try:
+            tag = f[0][4:]
+            if tag == "begin":
+                begun = True
+            elif tag == "loss":
+                losses[int(f[1])] = int(f[2], 16)
+            elif tag == "eval":
+                evals[f[1]] = (int(f[2]), int(f[3]))
+            elif tag == "params":
+                params[int(f[1])] = bytes.fromhex(f[2])
+            elif tag == "out":
+                outputs[int(f[1])] = bytes.fromhex(f[2])
+            elif tag == "sha256":
+                sha = f[1]
+        except (IndexError, ValueError):
+            raise DeviceRunError(f"{board.name}: unreadable firmware line {line!r}",
+                                 text) from None
+    if not begun:
+        raise DeviceRunError(f"{board.name}: the firmware printed no @pe:begin line "
+                             f"(output: {tail[-200:]!r})", text)
+    data = project.manifest["device"]["data"]
+    steps = int(data["steps"])
+    if sorted(losses) != list(range(steps)):
+        raise DeviceRunError(f"{board.name}: {len(losses)} step losses reported, {steps} "
+                             "expected", text)
+    blob = None
+    if params:
+        blob = b"".join(params[k] for k in sorted(params))
+        if sha is not None and hashlib.sha256(blob).hexdigest() != sha:
+            raise DeviceRunError(f"{board.name}: the device's params_sha256 {sha} differs "
+                                 "from the hash of the parameters it printed", text)
+    kind = "accuracy" if data.get("eval_labels") else "mse" if data.get("eval_targets") \
+        else "none"
+
+    def mse_pair(v: tuple[int, int] | None) -> tuple[int, int] | None:
+        if v is None or kind != "mse":
+            return v
+        return ((v[0] << 32) | v[1], int(data["eval_samples"]))
+
+    return DeviceResult(
+        board=board.name,
+        loss_bits=np.array([losses[k] for k in range(steps)], dtype=np.uint32),
+        eval_before=mse_pair(evals.get("before")),
+        eval_after=mse_pair(evals.get("after" if steps else "before")),
+        eval_kind=kind, params=blob, params_sha256=sha, outputs=outputs,
+        instructions=instruction_report(project, board, result, steps, profile_ops),
+        stack_used=result.stack_bytes, run=result)
+
+
+def instruction_report(project: Project, board: Any, result: Any, steps: int,
+                       profile_ops: bool = False) -> dict[str, Any]:
+    """Per-step instructions by phase (forward, loss, backward, update, step), the totals of
+    every phase, instructions per inference and (``profile_ops``) per kernel call."""
+    if result.instructions is None:
+        return {}
+    ph = result.phases
+    unit = "packets" if board.arch == "hexagon" else "instructions"
+    out: dict[str, Any] = {"unit": unit, "steps": steps}
+    for name in (*PHASES, "step"):
+        pc = ph.get(name)
+        out[name] = round(pc.instructions / steps) if pc is not None and steps else 0
+    infer = ph.get("infer")
+    out["infer"] = round(infer.instructions / infer.calls) if infer and infer.calls else None
+    out["total"] = {"program": int(result.instructions)} | {
+        name: int(pc.instructions) for name, pc in sorted(ph.items())
+        if not name.startswith("p")}
+    out["calls"] = {name: int(pc.calls) for name, pc in sorted(ph.items())
+                    if not name.startswith("p")}
+    if profile_ops:
+        from ..render.device import FIRST_OP_PHASE
+
+        ops = (project.manifest.get("training") or {}).get("ops", [])
+        per_op = []
+        for k, op in enumerate(ops):
+            pc = ph.get(f"p{FIRST_OP_PHASE + k}")
+            per_op.append({"index": k, **op,
+                           "instructions": int(pc.instructions) if pc else None,
+                           "per_step": round(pc.instructions / steps) if pc and steps
+                           else None})
+        out["per_op"] = per_op
+    return out
+
+
+def result_json(project: Project, res: DeviceResult) -> dict[str, Any]:
+    """The JSON of ``pockengine sim`` (and the device part of ``fit --engine BOARD``)."""
+    data = project.manifest["device"]["data"]
+    out: dict[str, Any] = {
+        "board": res.board, "project": str(project.dir),
+        "train_samples": data["train_samples"], "eval_samples": data["eval_samples"],
+        "epochs": data["epochs"], "steps": len(res.loss_bits),
+        "accuracy_before": res.accuracy("before"), "accuracy_after": res.accuracy("after"),
+        "loss": res.loss, "params_sha256": res.params_sha256,
+        "instructions": res.instructions, "stack_used_bytes": res.stack_used,
+    }
+    if res.eval_kind == "mse":
+        q = float(project.manifest["output"]["scale"])
+        n_out = int(project.manifest["output"]["bytes"])
+        for which, ev in (("before", res.eval_before), ("after", res.eval_after)):
+            out[f"mse_{which}"] = (ev[0] * q * q / (ev[1] * n_out)
+                                   if ev is not None and ev[1] else None)
+    return out
+
+
+def format_result(summary: dict[str, Any], build: dict[str, Any] | None = None,
+                  epoch_lines: bool = True) -> str:
+    """A human-readable report of a firmware run (``pockengine sim``, the demo)."""
+    from ..board import format_size
+
+    lines = []
+    acc = lambda v: "-" if v is None else f"{v:.2%}"
+    n, steps, epochs = summary["train_samples"], summary["steps"], summary["epochs"]
+    lines.append(f"board {summary['board']}: {steps} training steps ({epochs} epoch(s) of {n} "
+                 f"samples), {summary['eval_samples']} evaluation samples")
+    losses = summary["loss"]
+    if epoch_lines and steps and epochs:
+        per = steps // epochs
+        for e in range(epochs):
+            chunk = losses[e * per:(e + 1) * per]
+            lines.append(f"  epoch {e + 1}/{epochs}: mean loss {np.mean(chunk):.4f} "
+                         f"(first {chunk[0]:.4f}, last {chunk[-1]:.4f})")
+    if summary.get("accuracy_before") is not None:
+        lines.append(f"accuracy on the eval split: before {acc(summary['accuracy_before'])} -> "
+                     f"after {acc(summary['accuracy_after'])}")
+    elif summary.get("mse_before") is not None:
+        lines.append(f"eval MSE: before {summary['mse_before']:.6g} -> after "
+                     f"{summary['mse_after']:.6g}")
+    ins = summary.get("instructions") or {}
+    if ins:
+        unit = ins["unit"]
+        if steps:
+            lines.append(f"{unit} per training step: forward {ins['forward']:,} + loss "
+                         f"{ins['loss']:,} + backward {ins['backward']:,} + update "
+                         f"{ins['update']:,} (whole step {ins['step']:,})")
+        if ins.get("infer"):
+            lines.append(f"{unit} per inference: {ins['infer']:,}")
+        for op in ins.get("per_op", []):
+            if op["per_step"] is not None:
+                lines.append(f"  op {op['index']:>3} {op['phase']:<8} {op['kernel']:<34} "
+                             f"{op['per_step']:>12,}  {op['op']}")
+    if build is not None:
+        b = build["budget"]
+        stack = summary.get("stack_used_bytes")
+        lines.append(f"memory: flash {build['flash_bytes']:,} B of {format_size(b['flash_bytes'])}"
+                     f", SRAM {build['sram_bytes']:,} B of {format_size(b['sram_bytes'])} "
+                     f"(arena {build['arena_bytes']:,} B + parameters "
+                     f"{build['params_bytes']:,} B + stack {build['stack_bytes']:,} B"
+                     + (f", {stack:,} B of it used" if stack is not None else "") + ")")
+    if summary.get("params_sha256"):
+        lines.append(f"params_sha256 {summary['params_sha256']}")
+    return "\n".join(lines)
+
+
+def loss_progress(steps: int, epochs: int, log: Callable[[str], None], *,
+                  reports: int = 10) -> Callable[[str], None]:
+    """An ``on_line`` callback that logs training progress from the firmware's loss lines:
+    about ``reports`` lines over the run, each with the mean loss since the last one."""
+    every = max(1, -(-steps // max(1, reports)))
+    per_epoch = max(1, steps // max(1, epochs))
+    window: list[float] = []
+
+    def on_line(line: str) -> None:
+        if not line.startswith("@pe:loss "):
+            return
+        f = line.split()
+        try:
+            k, bits = int(f[1]), int(f[2], 16)
+        except (IndexError, ValueError):
+            return
+        window.append(float(np.array([bits], np.uint32).view(np.float32)[0]))
+        if (k + 1) % every == 0 or k + 1 == steps:
+            log(f"  epoch {k // per_epoch + 1}/{epochs}, step {k + 1:>{len(str(steps))}}/"
+                f"{steps}: mean loss {np.mean(window):.4f}")
+            window.clear()
+
+    return on_line

@@ -1,0 +1,181 @@
+"""Board benchmark: per model x board, the firmware's memory and instructions.
+
+For every model (with its trainable set) and every emulated board, the training firmware is
+compiled with a few random samples embedded, built with the board's toolchain and run on its
+emulator. Reported: flash, SRAM (arena + parameters + stack reserved; stack used), the
+instructions of one training step by phase (forward, loss, backward, update) and of one
+inference (Hexagon: packets). A configuration that does not fit the board's budget says by how
+much.
+
+    python -m tests.benchmark_boards [--models digits,kws,vww,ic,ad] [--boards B1,B2]
+                                     [--steps 2] [--json]
+
+Models: the bundled digits CNN and, where ../shared/models has them, the MLPerf Tiny models.
+Boards: every QEMU and Hexagon board whose toolchain and emulator are installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from codegen import models as bundled
+from codegen.board import load_board
+from codegen.errors import PockError
+from codegen.targets import emulator_available, toolchain_available
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "models"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    model: str               # file name (shared) or "bundled:<name>"
+    spec: str
+
+
+CASES = {
+    "digits": Case("digits", "bundled:digits_cnn.onnx", "bias:all+weight:last2,opt=sgd,lr=0.01,"
+                   "momentum=0.9"),
+    "kws": Case("kws", "kws_ref_model.tflite", "bias:last3+weight:last2,opt=sgd,lr=0.02,"
+                "momentum=0.9"),
+    "vww": Case("vww", "vww_96_int8.tflite", "bias:last8+weight:last4@0.25,opt=sgd,lr=0.05"),
+    "ic": Case("ic", "pretrainedResnet_quant.tflite", "bias:last4+weight:last1,opt=sgd,lr=0.01"),
+    "ad": Case("ad", "ad01_int8.tflite", "bias:last2,loss=mse,opt=sgd,lr=0.01"),
+}
+BOARDS = ("mps2-an385", "mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547",
+          "netduinoplus2", "hexagon-v66", "hexagon-v67")
+
+
+def model_path(case: Case) -> Path | None:
+    if case.model.startswith("bundled:"):
+        return bundled.path(case.model.split(":", 1)[1])
+    p = SHARED / case.model
+    return p if p.is_file() else None
+
+
+def random_data(graph, loss: str, n: int, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    shape = graph.tensors[graph.inputs[0]].shape[1:]
+    x = rng.integers(-128, 128, (n, *shape)).astype(np.int8)
+    if loss == "mse":
+        return {"x": x}
+    classes = graph.tensors[graph.outputs[0]].shape[-1]
+    return {"x": x, "y": rng.integers(0, classes, n)}
+
+
+def measure(case: Case, board_name: str, steps: int, work: Path, graph_cache: dict) -> dict:
+    """One model x board: compile, build, run; a row of the table."""
+    from codegen import pipeline
+    from codegen.run.device import run_device
+
+    row: dict = {"model": case.name, "board": board_name, "spec": case.spec}
+    board = load_board(board_name)
+    for ok, why in (toolchain_available(board), emulator_available(board)):
+        if not ok:
+            return row | {"skipped": why}
+    path = model_path(case)
+    if path is None:
+        return row | {"skipped": f"{case.model} not found in {SHARED}"}
+    if case.name not in graph_cache:
+        calib = bundled.digits("train")[0][:100] if path.suffix == ".onnx" else None
+        graph_cache[case.name] = pipeline.quantize(pipeline.load(path), calib).graph
+    graph = graph_cache[case.name]
+    loss = pipeline.resolve_spec(case.spec).loss
+    t0 = time.perf_counter()
+    try:
+        proj = pipeline.compile_model(graph, board=board_name, spec=case.spec,
+                                      out_dir=work / f"{case.name}-{board_name}",
+                                      data=random_data(graph, loss, steps),
+                                      evals=random_data(graph, loss, 1, seed=1))
+        fw = pipeline.build_project(proj)
+    except PockError as e:
+        return row | {"fits": False, "error": str(e)}
+    res = run_device(proj, build=fw)
+    b, ins, mem = fw.to_json(), res.instructions, proj.manifest["memory"]
+    return row | {
+        "fits": True, "backward_mode": proj.manifest["training"]["backward"],
+        "flash_bytes": b["flash_bytes"], "sram_bytes": b["sram_bytes"],
+        "arena_bytes": mem["arena_bytes"], "params_bytes": mem["params_bytes"],
+        "stack_bytes": b["stack_bytes"], "stack_used_bytes": res.stack_used,
+        "unit": ins["unit"], **{k: ins[k] for k in ("forward", "loss", "backward", "update",
+                                                     "step", "infer")},
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+def format_table(rows: list[dict]) -> str:
+    head = ("model", "board", "bwd", "flash", "SRAM", "arena", "params", "stack", "used",
+            "forward", "backward", "update", "step", "inference")
+    lines = [head]
+    notes = []
+    for r in rows:
+        if "skipped" in r or not r.get("fits"):
+            why = r.get("skipped") or r.get("error", "")
+            lines.append((r["model"], r["board"], "-", "does not fit" if "error" in r
+                          else "skipped", *[""] * 10))
+            notes.append(f"{r['model']} on {r['board']}: {why}")
+            continue
+        k = lambda n: f"{n / 1024:.1f}K"
+        m = lambda n: f"{n / 1e6:.2f}M"
+        unit = "" if r["unit"] == "instructions" else " pk"
+        lines.append((r["model"], r["board"], r["backward_mode"], k(r["flash_bytes"]),
+                      k(r["sram_bytes"]), k(r["arena_bytes"]), k(r["params_bytes"]),
+                      k(r["stack_bytes"]), f"{r['stack_used_bytes']}",
+                      m(r["forward"]) + unit, m(r["backward"]) + unit, m(r["update"]) + unit,
+                      m(r["step"]) + unit, m(r["infer"]) + unit))
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(head))]
+    out = ["  ".join(str(c).rjust(w) if i > 2 else str(c).ljust(w)
+                     for i, (c, w) in enumerate(zip(line, widths, strict=True))).rstrip()
+           for line in lines]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    out.append("")
+    out.append("flash, SRAM: the linked image (SRAM = .data + .bss + reserved stack); used: "
+               "measured stack high-water mark (bytes); forward .. step: per training step; "
+               "pk: Hexagon packets; instructions counted by the QEMU plugin")
+    out += notes
+    return "\n".join(out)
+
+
+def run(models: list[str], boards: list[str], steps: int, log=print) -> list[dict]:
+    rows = []
+    cache: dict = {}
+    with tempfile.TemporaryDirectory(prefix="pe-bench-") as tmp:
+        for name in models:
+            for board in boards:
+                row = measure(CASES[name], board, steps, Path(tmp), cache)
+                rows.append(row)
+                log(f"  {name} on {board}: "
+                    + ("skipped" if "skipped" in row else
+                       "does not fit" if not row.get("fits") else
+                       f"step {row['step']:,} {row['unit']}, {row['seconds']} s"))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="firmware memory and instructions per model x "
+                                             "board")
+    ap.add_argument("--models", default=",".join(CASES))
+    ap.add_argument("--boards", default=",".join(BOARDS))
+    ap.add_argument("--steps", type=int, default=2, help="training steps per run")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    models = [m for m in args.models.split(",") if m]
+    unknown = [m for m in models if m not in CASES]
+    if unknown:
+        ap.error(f"unknown model(s) {unknown} (choose from {', '.join(CASES)})")
+    rows = run(models, [b for b in args.boards.split(",") if b], args.steps,
+               log=lambda s: print(s, file=sys.stderr))
+    print(json.dumps(rows, indent=1) if args.json else format_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
