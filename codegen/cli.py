@@ -77,10 +77,34 @@ def cmd_infer(args: argparse.Namespace) -> int:
 
         (y,) = golden.run(graph, x)[:1]
     else:
-        raise PockError(f"engine {args.engine!r} is not available (use golden or host)")
+        y = _infer_on_board(graph, x, args.engine, args.timeout)
     np.save(out, y)
     print(f"wrote {out}: {list(y.shape)} {y.dtype}", file=sys.stderr)
     return 0
+
+
+def _infer_on_board(graph, x, engine: str, timeout: float | None):
+    """pe_infer on a board's emulator: the inputs embedded as the eval split, the outputs
+    printed by the firmware."""
+    import tempfile
+
+    import numpy as np
+
+    from .fit import _engine_board
+    from .pipeline import build_project, compile_model, run_device
+    from .run.device import DEFAULT_TIMEOUT
+
+    board = _engine_board(engine)
+    if board is None:
+        raise PockError(f"engine {engine!r} is not available for infer (use golden, host or "
+                        "a device board)")
+    with tempfile.TemporaryDirectory(prefix="pockengine-infer-") as tmp:
+        proj = compile_model(graph, board=board.name, out_dir=Path(tmp) / board.name,
+                             evals=(x, None), print_outputs=True)
+        res = run_device(proj, build=build_project(proj), timeout=timeout or DEFAULT_TIMEOUT)
+        shape = proj.manifest["output"]["shape"][1:]
+    return np.stack([np.frombuffer(res.outputs[i], np.int8).reshape(shape)
+                     for i in range(len(x))]) if len(x) else np.zeros((0, *shape), np.int8)
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -102,7 +126,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
     r = fit_model(args.model, args.train, args.data, args.eval, epochs=args.epochs,
                   engine=args.engine, calib=calib, seed=args.seed, shuffle=not args.no_shuffle,
-                  progress=progress)
+                  progress=progress, profile_ops=args.profile_ops, timeout=args.timeout,
+                  keep_dir=args.keep, board=args.board)
     if out is not None:
         from .frontend import save_model
 
@@ -122,6 +147,15 @@ def cmd_fit(args: argparse.Namespace) -> int:
               f"(mean of {k} steps)")
     print(f"accuracy: before {acc(result['accuracy_before'])} -> after "
           f"{acc(result['accuracy_after'])}")
+    ins = result.get("instructions")
+    if ins:
+        print(f"{ins['unit']} per step: forward {ins['forward']:,}, backward "
+              f"{ins['backward']:,}, update {ins['update']:,} (whole step {ins['step']:,}); "
+              f"per inference {ins['infer'] or 0:,}")
+    if result.get("memory"):
+        mem = result["memory"]
+        print(f"memory: flash {mem['flash_bytes']:,} B, SRAM {mem['sram_bytes']:,} B "
+              f"(budget {mem['budget']['flash_bytes']:,} / {mem['budget']['sram_bytes']:,} B)")
     print(f"params_sha256 {result['params_sha256']}")
     if out is not None:
         print(f"wrote {out}")
@@ -141,6 +175,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         from .train.spec import load_spec
 
         spec = load_spec(args.train)
+        if args.board:
+            from .board import load_board
+
+            spec = spec.with_default_backward(load_board(args.board).default_backward)
         unordered = plan_memory(build_training_graph(graph, spec, reorder=False))
         graph = build_training_graph(graph, spec)
     plan = plan_memory(graph)
@@ -172,31 +210,97 @@ def cmd_compile(args: argparse.Namespace) -> int:
     calib = load_npz(args.calib)[0] if args.calib else None
     proj = compile_model(args.model, board=args.board, spec=args.train, calib=calib,
                          out_dir=args.output, prefix=args.prefix, backend=args.backend,
-                         force=args.force)
+                         force=args.force, data=args.data, evals=args.eval,
+                         epochs=args.epochs, seed=args.seed, shuffle=not args.no_shuffle)
     m = proj.manifest
     if args.json:
         print(json.dumps({"dir": str(proj.dir), **m}))
         return 0
     mem = m["memory"]
     what = "inference + training" if m["training"] else "inference"
+    if m["training"]:
+        what += f" ({m['training']['backward']} backward)"
     print(f"wrote {proj.dir}: {what} for board {m['board']}, prefix {m['prefix']}, "
           f"{len(m['files'])} files; arena {mem['arena_bytes']:,} B, parameters "
           f"{mem['params_bytes']:,} B, constants {mem['constant_bytes']:,} B")
+    data = m.get("device", {}).get("data")
+    if data is not None:
+        print(f"embedded data: {data['train_samples']} training samples x {data['epochs']} "
+              f"epoch(s) = {data['steps']} steps, {data['eval_samples']} evaluation samples "
+              f"({data['flash_bytes']:,} B of flash)")
     return 0
 
 
 def cmd_build(args: argparse.Namespace) -> int:
     from .pipeline import build_project
 
-    res = build_project(args.dir, cc=args.cc, sanitize=args.sanitize)
+    res = build_project(args.dir, cc=args.cc, sanitize=args.sanitize,
+                        profile_ops=args.profile_ops)
     result = res.to_json()
     if args.json:
         print(json.dumps(result))
+        return 0
+    if "budget" in result and "sram_static_bytes" in result:        # a board's firmware
+        from .board import format_size
+
+        b = result["budget"]
+        print(f"built {res.binary} for {result['board']} with {res.cc}: flash "
+              f"{result['flash_bytes']:,} B of {format_size(b['flash_bytes'])} (code and "
+              f"constants {result['flash_bytes'] - result['data_flash_bytes']:,} + embedded "
+              f"data {result['data_flash_bytes']:,}), SRAM {result['sram_bytes']:,} B of "
+              f"{format_size(b['sram_bytes'])} (arena {result['arena_bytes']:,} + parameters "
+              f"{result['params_bytes']:,} + other data/bss "
+              f"{result['sram_static_bytes'] - result['arena_bytes'] - result['params_bytes']:,}"
+              f" + stack {result['stack_bytes']:,}): fits")
         return 0
     print(f"built {res.binary} with {res.cc}: flash {result['flash_bytes']:,} B "
           f"(text {result['text_bytes']:,} + data {result['data_bytes']:,}), "
           f"SRAM {result['sram_bytes']:,} B (data + bss; arena {result['arena_bytes']:,} B, "
           f"parameters {result['params_bytes']:,} B)")
+    return 0
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    from .pipeline import build_project, open_project, run_device
+    from .run.device import (
+        embed_data,
+        format_result,
+        loss_progress,
+        project_data,
+        result_json,
+    )
+
+    if args.uart:                   # the serial firmware instead (codegen/serial/firmware.py)
+        from .serial.firmware import sim_uart
+
+        return sim_uart(args.dir, args.uart, timeout=args.timeout,
+                        log=lambda s: print(s, file=sys.stderr, flush=True))
+    proj = open_project(args.dir)
+    if "device" not in proj.manifest:
+        raise PockError(f"{proj.dir}: compiled for {proj.board}; sim runs firmware on a board's "
+                        "emulator (compile with --board BOARD; host: pockengine fit --engine "
+                        "host)")
+    if args.data or args.eval or args.epochs is not None or args.seed is not None \
+            or args.no_shuffle:
+        proj = embed_data(proj, project_data(proj, args.data, args.eval, epochs=args.epochs,
+                                             seed=args.seed,
+                                             shuffle=False if args.no_shuffle else None))
+    fw = build_project(proj, profile_ops=args.profile_ops)
+    from .targets import emulator_available
+
+    if not args.json and emulator_available(fw.board)[0]:
+        print(f"running {fw.elf.name} on {proj.board} ({fw.board.emulator})...",
+              file=sys.stderr)
+    data = proj.manifest["device"]["data"]
+    progress = None if args.json else loss_progress(
+        data["steps"], data["epochs"], lambda s: print(s, file=sys.stderr, flush=True))
+    res = run_device(proj, build=fw, timeout=args.timeout, profile_ops=args.profile_ops,
+                     on_line=progress)
+    summary = result_json(proj, res)
+    if args.json:
+        print(json.dumps(summary | {"memory": fw.to_json()}))
+    else:
+        print(format_result(summary, fw.to_json()))
     return 0
 
 
@@ -251,8 +355,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--input", required=True, help=".npy batch, samples on axis 0")
     sp.add_argument("--output", required=True, help=".npy file for the outputs")
     sp.add_argument("--engine", default="golden",
-                    help="golden (NumPy reference) or host (generated C, built with the host "
-                    "compiler)")
+                    help="golden (NumPy reference), host (generated C, built with the host "
+                    "compiler) or a board (firmware on its emulator; pockengine boards)")
+    sp.add_argument("--timeout", type=float, help="emulator timeout in seconds (boards)")
     sp.add_argument("-f", "--force", action="store_true", help="overwrite the output file")
     sp = verb("fit", cmd_fit, "fine-tune a model: quantize if float, build the training graph, "
               "train on an engine, evaluate before/after")
@@ -262,7 +367,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--data", required=True, help=".npz with training 'x' and 'y'")
     sp.add_argument("--eval", help=".npz with evaluation 'x' and 'y'")
     sp.add_argument("--epochs", type=int, default=1)
-    sp.add_argument("--engine", default="golden", help="golden (NumPy reference)")
+    sp.add_argument("--engine", default="golden",
+                    help="golden (NumPy reference), host (generated C on this machine) or a "
+                    "board: the firmware trains on the board's emulator (pockengine boards)")
+    sp.add_argument("--board", help="apply this board's defaults (its backward mode when the "
+                    "spec does not choose one) on any engine; implied by --engine BOARD")
+    sp.add_argument("--profile-ops", action="store_true",
+                    help="boards: also count instructions per kernel call")
+    sp.add_argument("--timeout", type=float, help="emulator timeout in seconds (boards)")
+    sp.add_argument("--keep", metavar="DIR", help="boards: build the firmware in DIR and keep "
+                    "it (default: a temporary directory)")
     sp.add_argument("--calib", help=".npz with calibration inputs for a float model "
                     "(default: the first 100 training samples)")
     sp.add_argument("--seed", type=int, default=0, help="sample order seed")
@@ -285,9 +399,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp = verb("compile", cmd_compile, "generate a C project: pe_init, pe_infer, "
               "pe_train_step, parameter export/import, a fixed memory plan")
     sp.add_argument("model", help=".tflite or .onnx file (float models are quantized first)")
-    sp.add_argument("--board", required=True, help="target board (host)")
+    sp.add_argument("--board", required=True,
+                    help="target board: host, or a device board (pockengine boards)")
     sp.add_argument("--train", metavar="SPEC", help="training spec: YAML file or short form")
     sp.add_argument("--calib", help=".npz with calibration inputs for a float model")
+    sp.add_argument("--data", help="device boards: .npz with training 'x' and 'y' to embed "
+                    "in flash")
+    sp.add_argument("--eval", help="device boards: .npz with evaluation 'x' (and 'y') to embed")
+    sp.add_argument("--epochs", type=int, default=1, help="device boards: epochs over --data")
+    sp.add_argument("--seed", type=int, default=0, help="sample order seed")
+    sp.add_argument("--no-shuffle", action="store_true", help="visit samples in file order")
     sp.add_argument("--backend", default="auto",
                     help="kernel backend: auto (the board's best) or ref (portable C)")
     sp.add_argument("--prefix", default="pe", help="prefix of every generated C symbol")
@@ -296,11 +417,32 @@ def build_parser() -> argparse.ArgumentParser:
                     help="write into a non-empty directory not made by pockengine")
     sp.add_argument("--json", action="store_true", help="print the project manifest")
 
-    sp = verb("build", cmd_build, "build a generated project (host: make with gcc or clang) "
-              "and report its flash and SRAM sizes")
+    sp = verb("build", cmd_build, "build a generated project (host: make with gcc or clang; "
+              "boards: the board's cross compiler) and report its flash and SRAM use, checked "
+              "against the board's budget")
     sp.add_argument("dir", help="directory written by pockengine compile")
     sp.add_argument("--cc", help="C compiler (default: $CC, else gcc, clang, cc)")
     sp.add_argument("--sanitize", action="store_true", help="build with ASan + UBSan")
+    sp.add_argument("--profile-ops", action="store_true",
+                    help="boards: instruction markers per kernel call too (build-ops/)")
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
+
+    sp = verb("sim", cmd_sim, "run a board project's firmware on the board's emulator: train "
+              "on the embedded data, report accuracy, losses, instructions per phase, memory")
+    sp.add_argument("dir", help="directory written by pockengine compile --board BOARD")
+    sp.add_argument("--data", help=".npz with training 'x' and 'y' (replaces the embedded data)")
+    sp.add_argument("--eval", help=".npz with evaluation 'x' and 'y' (replaces the embedded "
+                    "eval split)")
+    sp.add_argument("--epochs", type=int, help="epochs over the training data")
+    sp.add_argument("--seed", type=int, help="sample order seed")
+    sp.add_argument("--no-shuffle", action="store_true", help="visit samples in file order")
+    sp.add_argument("--timeout", type=float, default=600.0, help="emulator timeout (seconds)")
+    sp.add_argument("--profile-ops", action="store_true",
+                    help="also count instructions per kernel call of the training step")
+    sp.add_argument("--uart", metavar="tcp:HOST:PORT",
+                    help="serve the serial protocol on the board's UART (a TCP port) instead "
+                    "of training on embedded data, until Ctrl-C or --timeout; checkpoints in "
+                    "DIR/pe_checkpoint.bin")
     sp.add_argument("--json", action="store_true", help="machine-readable output")
 
     sp = verb("boards", cmd_boards, "the board catalogue (boards/*.yaml)")
@@ -310,6 +452,10 @@ def build_parser() -> argparse.ArgumentParser:
               "run, report")
     sp.add_argument("-o", "--output", default="pockengine-demo", help="output directory")
     sp.add_argument("--calib-samples", type=int, default=100, help="calibration samples")
+
+    from .serial.cli import add_serial_verbs  # train, eval, pull, flash
+
+    add_serial_verbs(verb)
     return p
 
 

@@ -1,0 +1,99 @@
+"""Byte links to a device: pyserial ports (``/dev/ttyUSB0``, ``COM3``, ``socket://HOST:PORT``,
+``rfc2217://...``, ``loop://``) and a pipe pair (a host-built server in tests).
+
+Every link offers what the client needs of a pyserial port: ``read(n)`` (at most n bytes,
+waiting at most ``timeout`` seconds), ``write(data)``, ``close()`` and a settable ``timeout``.
+A link that dropped raises :class:`LinkDown` (or pyserial's ``SerialException``) from read or
+write.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+from typing import Any, Protocol
+
+from ..errors import PockError
+
+DEFAULT_BAUD = 115200
+
+
+class LinkError(PockError):
+    """The link to the device failed (cannot open, or no answer after every retry)."""
+
+
+class LinkDown(OSError):
+    """The other end closed the link (an emulator was killed, a cable pulled)."""
+
+
+class Link(Protocol):
+    timeout: float | None
+
+    def read(self, n: int) -> bytes: ...
+
+    def write(self, data: bytes) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+def open_port(port: str, baudrate: int = DEFAULT_BAUD, timeout: float = 0.05, **kw: Any) -> Any:
+    """A pyserial port for a device path or URL (socket://HOST:PORT for emulators)."""
+    import serial
+
+    try:
+        link = serial.serial_for_url(port, baudrate=baudrate, timeout=timeout,
+                                     write_timeout=10.0, **kw)
+    except (serial.SerialException, OSError, ValueError) as e:
+        raise LinkError(f"{port}: cannot open ({_reason(e)})") from None
+    sock = getattr(link, "_socket", None)       # socket://: small frames, no Nagle delays
+    if sock is not None:
+        import socket
+
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+    return link
+
+
+def _reason(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0]
+
+
+class PipeLink:
+    """A link over two file descriptors (e.g. a subprocess's stdout and stdin). ``read(n)``
+    returns what is there (up to n bytes) as soon as anything is."""
+
+    partial_reads = True
+
+    def __init__(self, read_fd: int, write_fd: int, timeout: float = 0.05):
+        self.read_fd, self.write_fd = read_fd, write_fd
+        self.timeout: float | None = timeout
+        self.closed = False
+
+    def read(self, n: int) -> bytes:
+        if self.closed:
+            raise LinkDown("link closed")
+        ready, _, _ = select.select([self.read_fd], [], [], self.timeout)
+        if not ready:
+            return b""
+        data = os.read(self.read_fd, n)
+        if not data:
+            raise LinkDown("the other end closed the pipe")
+        return data
+
+    def write(self, data: bytes) -> int:
+        if self.closed:
+            raise LinkDown("link closed")
+        view = memoryview(data)
+        while view:
+            try:
+                k = os.write(self.write_fd, view)
+            except BrokenPipeError:
+                raise LinkDown("the other end closed the pipe") from None
+            view = view[k:]
+        return len(data)
+
+    def close(self) -> None:
+        self.closed = True
