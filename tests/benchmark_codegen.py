@@ -87,6 +87,7 @@ def measure(key: str, spec: str, steps: int, work: Path) -> dict:
     xin = graph.tensors[graph.inputs[0]]
     xf = torch.tensor(deq(xin, x), dtype=torch.float32)
     yt = torch.tensor(y)
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     for i in order[0]:
@@ -99,6 +100,7 @@ def measure(key: str, spec: str, steps: int, work: Path) -> dict:
         loss.backward()
         opt.step()
     torch_sps = steps / (time.perf_counter() - t0)
+    torch.set_num_threads(threads)
     j = plan.to_json()
     return {"model": key, "spec": spec, "lower_bound": j["lower_bound_bytes"],
             "arena": j["peak_bytes"], "params": plan.params_bytes,

@@ -19,8 +19,8 @@ def shifted(tmp_path_factory):
     from tests.transfer import shift_domain
 
     d = tmp_path_factory.mktemp("data")
-    nhwc = lambda a: a.transpose(0, 2, 3, 1)  # noqa: E731
-    nchw = lambda a: a.transpose(0, 3, 1, 2)  # noqa: E731
+    nhwc = lambda a: a.transpose(0, 2, 3, 1)
+    nchw = lambda a: a.transpose(0, 3, 1, 2)
     x, y = bundled.digits("train")
     np.savez(d / "train.npz", x=nhwc(shift_domain(nchw(x)))[:600], y=y[:600])
     x, y = bundled.digits("test")

@@ -7,7 +7,12 @@ master copies of the trainable weights (float32 in fp32 mode, int32 fixed point 
 no fine-tuning, PyTorch float fine-tuning, `pockengine fit --engine golden` in fp32 and int8
 backward modes.
 
-    python -m tests.transfer [--seeds 3] [--epochs 2] [--train-samples N]
+    python -m tests.transfer [--seeds 3] [--epochs 6] [--train-samples N]
+
+PyTorch runs single-threaded: float summation order changes with the thread count, and batch-1
+SGD amplifies such differences into accuracy points. The small learning rate (0.0005 with
+momentum 0.9, 6 epochs) keeps the runs in a converged regime where three seeds compare
+meaningfully (seed-to-seed differences between engines stay within ~2 points).
 
 The acceptance test (tests/test_transfer.py) runs it on a small budget.
 """
@@ -29,9 +34,9 @@ SPEC = "bias:all+weight:last2"
 
 @dataclass
 class TransferConfig:
-    lr: float = 0.001
+    lr: float = 0.0005
     momentum: float = 0.9
-    epochs: int = 4
+    epochs: int = 6
     train_samples: int | None = None    # None: the whole shifted training split
     calib_samples: int = 100
 
@@ -130,6 +135,17 @@ def run_seed(seed: int, cfg: TransferConfig, work: Path) -> dict[str, float]:
 
 
 def run(seeds: int, cfg: TransferConfig, work: Path, log=print) -> list[dict[str, float]]:
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)    # float results (and so the chaotic batch-1 runs) depend on it
+    try:
+        return _run(seeds, cfg, work, log)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(seeds: int, cfg: TransferConfig, work: Path, log) -> list[dict[str, float]]:
     rows = []
     log(f"transfer: digits -> inverted + shifted digits; trainable {SPEC}; SGD lr={cfg.lr} "
         f"momentum={cfg.momentum}; {cfg.epochs} epochs, batch 1")
@@ -152,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--epochs", type=int, default=4)
+    ap.add_argument("--epochs", type=int, default=6)
     ap.add_argument("--train-samples", type=int)
     ap.add_argument("--lr", type=float, default=TransferConfig.lr)
     args = ap.parse_args(argv)
