@@ -122,3 +122,25 @@ def test_demo_runs(tmp_path):
                      r"update [\d,]+", r.stdout)
     assert re.search(r"memory: SRAM [\d,]+ B \(stack used [\d,]+ of", r.stdout)
     assert (tmp_path / "demo" / "firmware-mps2-an386" / "build" / "pe_firmware.elf").is_file()
+
+
+@needs_models
+def test_plan_json_contract_and_reordering(tmp_path, capsys):
+    status, out, err = cli(capsys, "plan", str(MODELS / "vww_96_int8.tflite"), "--train",
+                           "weight:last4", "--json", "--plot", str(tmp_path / "plan.svg"))
+    assert status == 0, err
+    r = json.loads(out)
+    for key in ("peak_bytes", "lower_bound_bytes", "pools", "schedule"):
+        assert key in r
+    assert r["peak_bytes"] <= 1.05 * r["lower_bound_bytes"]
+    assert r["peak_bytes"] < r["peak_bytes_without_reordering"]
+    assert (tmp_path / "plan.svg").read_text().lstrip().startswith("<")
+
+
+@needs_models
+def test_plan_board_too_small(capsys):
+    status, _, err = cli(capsys, "plan", str(MODELS / "vww_96_int8.tflite"), "--train", "all",
+                         "--board", "netduinoplus2")
+    assert status == 2
+    line = err.strip()
+    assert "\n" not in line and "needs" in line and "192 KiB" in line, line
