@@ -1,16 +1,7 @@
 /* pe_avg_pool2d_f32, pe_max_pool2d_f32 - float32 pooling; windows clipped to the image. */
 #include "pe_kernels.h"
+#include "pe_window.h"
 #include "pe_float.h"
-
-static void pe_window_f(int32_t origin, int32_t size, int32_t extent, int32_t *start,
-                        int32_t *end)
-{
-    *start = origin < 0 ? -origin : 0;
-    *end = extent - origin < size ? extent - origin : size;
-    if (*end < *start) {
-        *end = *start;              /* the window lies entirely in the padding */
-    }
-}
 
 void pe_avg_pool2d_f32(const pe_context *ctx, const pe_pool_params_f32 *params,
                        const pe_dims *input_dims, const float *input,
@@ -28,11 +19,11 @@ void pe_avg_pool2d_f32(const pe_context *ctx, const pe_pool_params_f32 *params,
         for (oy = 0; oy < out_h; ++oy) {
             const int32_t iy0 = oy * params->stride.h - params->padding.h;
             int32_t fy0, fy1;
-            pe_window_f(iy0, filter_dims->h, in_h, &fy0, &fy1);
+            pe_window(iy0, filter_dims->h, in_h, &fy0, &fy1);
             for (ox = 0; ox < out_w; ++ox) {
                 const int32_t ix0 = ox * params->stride.w - params->padding.w;
                 int32_t fx0, fx1, count;
-                pe_window_f(ix0, filter_dims->w, in_w, &fx0, &fx1);
+                pe_window(ix0, filter_dims->w, in_w, &fx0, &fx1);
                 count = (fy1 - fy0) * (fx1 - fx0);
                 for (c = 0; c < ch; ++c) {
                     float sum = 0.0f;
@@ -66,11 +57,11 @@ void pe_max_pool2d_f32(const pe_context *ctx, const pe_pool_params_f32 *params,
         for (oy = 0; oy < out_h; ++oy) {
             const int32_t iy0 = oy * params->stride.h - params->padding.h;
             int32_t fy0, fy1;
-            pe_window_f(iy0, filter_dims->h, in_h, &fy0, &fy1);
+            pe_window(iy0, filter_dims->h, in_h, &fy0, &fy1);
             for (ox = 0; ox < out_w; ++ox) {
                 const int32_t ix0 = ox * params->stride.w - params->padding.w;
                 int32_t fx0, fx1;
-                pe_window_f(ix0, filter_dims->w, in_w, &fx0, &fx1);
+                pe_window(ix0, filter_dims->w, in_w, &fx0, &fx1);
                 for (c = 0; c < ch; ++c) {
                     float max = pe_f32_from_bits(0xFF800000u);    /* -inf */
                     for (fy = fy0; fy < fy1; ++fy) {

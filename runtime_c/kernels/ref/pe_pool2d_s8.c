@@ -1,18 +1,8 @@
 /* pe_avg_pool2d_s8, pe_max_pool2d_s8 - int8 pooling, bit-exact with TFLM's reference
  * AveragePool / MaxPool: windows are clipped to the image (padding taps are not counted). */
 #include "pe_kernels.h"
+#include "pe_window.h"
 #include "pe_requant.h"
-
-/* The in-image part [*start, *end) of a window of `size` taps beginning at `origin`. */
-static void pe_window(int32_t origin, int32_t size, int32_t extent, int32_t *start,
-                      int32_t *end)
-{
-    *start = origin < 0 ? -origin : 0;
-    *end = extent - origin < size ? extent - origin : size;
-    if (*end < *start) {
-        *end = *start;              /* the window lies entirely in the padding */
-    }
-}
 
 void pe_avg_pool2d_s8(const pe_context *ctx, const pe_pool_params *params,
                       const pe_dims *input_dims, const int8_t *input,
