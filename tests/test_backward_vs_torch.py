@@ -49,7 +49,7 @@ def torch_gradients(graph, env, x_q, label):
     logits = vals[graph.metadata["training"]["loss_input"]]
     loss = F.cross_entropy(logits.reshape(1, -1), torch.tensor([int(label)]))
     loss.backward()
-    return {n: p.grad.numpy() for n, p in params.items()}, float(loss)
+    return {n: p.grad.numpy() for n, p in params.items()}, float(loss.detach())
 
 
 def rel_err(a, b):
@@ -106,3 +106,58 @@ def test_training_graph_gradients_match_torch(spec):
             assert rel_err(ours, ref) <= 1e-4, (spec, pname, rel_err(ours, ref))
             checked += 1
     assert checked > 0
+
+
+def _check_step_gradients(tg, env, xq, label, where) -> int:
+    """Golden gradients of one step against PyTorch float64 autograd from the same state."""
+    grads, loss = torch_gradients(tg, env, xq, label)
+    assert abs(float(env["loss"][0]) - loss) < 1e-4 * max(1.0, abs(loss)), where
+    checked = 0
+    for op in tg.ops:
+        if op.type != "sgd_update":
+            continue
+        pname, gname = op.inputs[0], op.inputs[1]
+        ours, ref = np.asarray(env[gname], dtype=np.float64), grads[pname]
+        if op.attrs.get("channels") is not None:
+            ref = np.take(ref, list(op.attrs["channels"]), axis=op.attrs.get("channel_axis", 0))
+        if np.linalg.norm(ref) < 1e-9:
+            assert np.linalg.norm(ours) < 1e-6, (where, pname)
+            continue
+        assert rel_err(ours, ref) <= 1e-4, (where, pname, rel_err(ours, ref))
+        checked += 1
+    return checked
+
+
+def test_gradients_track_torch_along_the_transfer_fine_tune():
+    """The transfer benchmark's fine-tune (tests/transfer.py: bundled CNN, shifted digits,
+    bias:all+weight:last2, SGD lr 5e-4 momentum 0.9, fp32 master weights), step by step: at
+    every 10th of its first 300 steps, the golden's gradients equal PyTorch float64 autograd
+    evaluated at the golden's own parameters of that step. This is the exact, machine-independent
+    counterpart of the benchmark's end-to-end accuracy comparison (float64 PyTorch, and the
+    golden's fixed float32 summation orders: nothing here depends on the CPU)."""
+    import codegen.models as bundled
+    from codegen.data import fit_input
+    from codegen.frontend import load_model
+    from codegen.golden.training import TrainState
+    from codegen.quant import quantize
+    from codegen.train import build_training_graph
+    from codegen.train.spec import load_spec
+    from tests.transfer import SPEC, sample_order
+
+    x, y = bundled.digits("train")
+    graph = quantize(load_model(bundled.path("digits_cnn.onnx")), x[:100])
+    tg = build_training_graph(graph, load_spec(
+        f"{SPEC},opt=sgd,lr=0.0005,momentum=0.9,backward=fp32,master_weights=fp32"))
+    xq = fit_input(graph, bundled.shift_digits(x))
+    state = TrainState.from_graph(tg)
+    prog = state.program(tg)
+    start = {n: np.array(state[n]) for n in state.parameters}
+    checked = 0
+    for step, i in enumerate(sample_order(len(y), 1, 0)[0][:300]):
+        params = {n: np.array(state[n]) for n in state.parameters}   # before this step
+        env = prog.run(state, prog.feeds(xq[i], y[i]), keep_all=True)
+        if step % 10 == 0:
+            checked += _check_step_gradients(tg, {**params, **env}, xq[i], y[i], step)
+    assert checked >= 30 * 4
+    moved = [n for n in state.parameters if not np.array_equal(state[n], start[n])]
+    assert len(moved) == len(state.parameters), "the fine-tune must move every parameter"

@@ -16,15 +16,12 @@ pytest.importorskip("sklearn")
 def shifted(tmp_path_factory):
     """The bundled digits in the shifted domain of the transfer benchmark, as .npz files."""
     import codegen.models as bundled
-    from tests.transfer import shift_domain
 
     d = tmp_path_factory.mktemp("data")
-    nhwc = lambda a: a.transpose(0, 2, 3, 1)
-    nchw = lambda a: a.transpose(0, 3, 1, 2)
     x, y = bundled.digits("train")
-    np.savez(d / "train.npz", x=nhwc(shift_domain(nchw(x)))[:600], y=y[:600])
+    np.savez(d / "train.npz", x=bundled.shift_digits(x)[:600], y=y[:600])
     x, y = bundled.digits("test")
-    np.savez(d / "eval.npz", x=nhwc(shift_domain(nchw(x))), y=y)
+    np.savez(d / "eval.npz", x=bundled.shift_digits(x), y=y)
     np.savez(d / "calib.npz", x=bundled.digits("train")[0][:100])
     return d
 

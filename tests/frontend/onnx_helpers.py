@@ -65,11 +65,21 @@ def make_onnx(nodes: list, inputs: list, outputs: list, inits: list = (), opset:
 
 
 def ort_session(model_bytes: bytes) -> Any:
+    """A single-threaded CPU session with graph optimizations off.
+
+    Off, because onnxruntime's optimizer fuses QDQ groups into integer kernels whose results
+    depend on the CPU: on x86 without AVX-VNNI its u8 x s8 GEMM sums pairs of products with
+    ``vpmaddubsw``, which saturates at int16 (seen here: outputs off by up to 61 quantization
+    steps on an AVX2-only EPYC, exact on a VNNI machine). Unfused, a QDQ model runs as
+    DequantizeLinear -> float op -> QuantizeLinear — the format's defined meaning — the same
+    on every machine up to float rounding. Float models are unaffected by the setting apart from
+    summation order."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.log_severity_level = 3
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     return ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
 
 

@@ -265,12 +265,17 @@ def test_asymmetric_pads_map_to_top_bottom_left_right() -> None:
 
 @pytest.fixture(scope="module")
 def digits():
-    pytest.importorskip("sklearn")
-    from tests.digits_cnn import load_digits_split, train_cnn
+    """The bundled pretrained digits CNN (a file: the same model on every machine) and its
+    split, NCHW."""
+    import codegen.models as bundled
+    from tests.digits_cnn import DigitsSplit
 
-    split = load_digits_split(seed=0)
-    model = train_cnn(split, seed=0)
-    return split, export_torch(model, (1, 1, 8, 8))
+    def nchw(x):
+        return np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+
+    (x_tr, y_tr), (x_te, y_te) = bundled.digits("train"), bundled.digits("test")
+    split = DigitsSplit(nchw(x_tr), y_tr, nchw(x_te), y_te)
+    return split, bundled.path("digits_cnn.onnx").read_bytes()
 
 
 def test_digits_float_import_agrees_with_onnxruntime(digits) -> None:

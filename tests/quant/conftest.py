@@ -1,8 +1,7 @@
-"""Fixtures for the quantizer tests: a trained digits CNN (trained once per session)."""
+"""Fixtures for the quantizer tests: the bundled pretrained digits CNN."""
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,24 +14,27 @@ MODELS_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "models"
 @dataclass
 class TrainedDigits:
     split: object              # tests.digits_cnn.DigitsSplit (NCHW)
-    model: object              # the PyTorch model (eval mode)
     onnx_bytes: bytes
-    float_accuracy: float      # PyTorch float accuracy on the test split
+    float_accuracy: float      # onnxruntime float accuracy on the test split
 
 
 @pytest.fixture(scope="session")
-def trained_digits(tmp_path_factory) -> TrainedDigits:
-    pytest.importorskip("torch")
-    pytest.importorskip("sklearn")
-    from tests.digits_cnn import export_onnx, load_digits_split, torch_accuracy, train_cnn
+def trained_digits() -> TrainedDigits:
+    """The bundled pretrained digits CNN: a file, so the same model on every machine (a model
+    retrained here would differ from CPU to CPU, and with it every accuracy downstream)."""
+    pytest.importorskip("onnxruntime")
+    import codegen.models as bundled
+    from tests.digits_cnn import DigitsSplit
+    from tests.frontend.onnx_helpers import run_ort
 
-    split = load_digits_split(seed=0)
-    model = train_cnn(split, seed=0)
-    with warnings.catch_warnings():          # torch's legacy-exporter deprecation notices
-        warnings.simplefilter("ignore", DeprecationWarning)
-        path = export_onnx(model, tmp_path_factory.mktemp("digits") / "digits_cnn.onnx")
-    acc = torch_accuracy(model, split.x_test, split.y_test)
-    return TrainedDigits(split, model, path.read_bytes(), acc)
+    def nchw(x):
+        return np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+
+    (x_tr, y_tr), (x_te, y_te) = bundled.digits("train"), bundled.digits("test")
+    split = DigitsSplit(nchw(x_tr), y_tr, nchw(x_te), y_te)
+    data = bundled.path("digits_cnn.onnx").read_bytes()
+    acc = float((run_ort(data, split.x_test)[0].argmax(1) == y_te).mean())
+    return TrainedDigits(split, data, acc)
 
 
 @pytest.fixture
