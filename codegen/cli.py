@@ -65,27 +65,41 @@ def cmd_infer(args: argparse.Namespace) -> int:
     x = fit_input(graph, load_npy(args.input), args.input)
     out = Path(args.output)
     _refuse_overwrite(out, args.force)
+    summary: dict = {"engine": args.engine, "backend": args.backend}
     if args.engine == "host":
         import tempfile
 
         from .pipeline import compile_model, run_host_infer
 
         with tempfile.TemporaryDirectory(prefix="pockengine-infer-") as tmp:
-            y = run_host_infer(compile_model(graph, out_dir=Path(tmp) / "host"), x)
+            proj = compile_model(graph, out_dir=Path(tmp) / "host", backend=args.backend)
+            summary["chain"] = proj.manifest.get("chain")
+            y = run_host_infer(proj, x)
     elif args.engine == "golden":
         from . import golden
 
         (y,) = golden.run(graph, x)[:1]
     else:
-        y = _infer_on_board(graph, x, args.engine, args.timeout)
+        y, res, chain = _infer_on_board(graph, x, args.engine, args.timeout, args.backend)
+        summary["chain"] = chain
+        summary["instructions"] = res.instructions
     np.save(out, y)
-    print(f"wrote {out}: {list(y.shape)} {y.dtype}", file=sys.stderr)
+    summary.update(output=str(out), shape=list(y.shape), dtype=str(y.dtype))
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"wrote {out}: {list(y.shape)} {y.dtype}", file=sys.stderr)
+        ins = summary.get("instructions")
+        if ins and ins.get("infer") is not None:
+            chain = ", ".join(summary["chain"] or ())
+            print(f"{ins['unit']} per inference on {args.engine} ({chain}): {ins['infer']:,}",
+                  file=sys.stderr)
     return 0
 
 
-def _infer_on_board(graph, x, engine: str, timeout: float | None):
+def _infer_on_board(graph, x, engine: str, timeout: float | None, backend: str = "auto"):
     """pe_infer on a board's emulator: the inputs embedded as the eval split, the outputs
-    printed by the firmware."""
+    printed by the firmware; returns (outputs, the run's result, the backend chain)."""
     import tempfile
 
     import numpy as np
@@ -100,11 +114,12 @@ def _infer_on_board(graph, x, engine: str, timeout: float | None):
                         "a device board)")
     with tempfile.TemporaryDirectory(prefix="pockengine-infer-") as tmp:
         proj = compile_model(graph, board=board.name, out_dir=Path(tmp) / board.name,
-                             evals=(x, None), print_outputs=True)
+                             evals=(x, None), print_outputs=True, backend=backend)
         res = run_device(proj, build=build_project(proj), timeout=timeout or DEFAULT_TIMEOUT)
         shape = proj.manifest["output"]["shape"][1:]
-    return np.stack([np.frombuffer(res.outputs[i], np.int8).reshape(shape)
-                     for i in range(len(x))]) if len(x) else np.zeros((0, *shape), np.int8)
+    y = np.stack([np.frombuffer(res.outputs[i], np.int8).reshape(shape)
+                  for i in range(len(x))]) if len(x) else np.zeros((0, *shape), np.int8)
+    return y, res, proj.manifest.get("chain")
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -127,7 +142,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     r = fit_model(args.model, args.train, args.data, args.eval, epochs=args.epochs,
                   engine=args.engine, calib=calib, seed=args.seed, shuffle=not args.no_shuffle,
                   progress=progress, profile_ops=args.profile_ops, timeout=args.timeout,
-                  keep_dir=args.keep, board=args.board)
+                  keep_dir=args.keep, board=args.board, backend=args.backend)
     if out is not None:
         from .frontend import save_model
 
@@ -165,42 +180,66 @@ def cmd_fit(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from .data import load_npz
     from .fit import prepare_model
-    from .memplan import check_budget, plan_memory, plot_plan
+    from .memplan import plot_plan
+    from .pipeline import (
+        check_device_budget,
+        check_pins,
+        plan_lowered,
+        resolve_board,
+        resolve_spec,
+        training_graph,
+    )
 
     calib = load_npz(args.calib)[0] if args.calib else None
     graph = prepare_model(args.model, calib, None)
-    unordered = None
+    board = resolve_board(args.board) if args.board else None
+    infer = plan_lowered(graph, board, args.backend)
+    target, train, unordered = infer, None, None
     if args.train:
         from .train import build_training_graph
-        from .train.spec import load_spec
 
-        spec = load_spec(args.train)
-        if args.board:
-            from .board import load_board
-
-            spec = spec.with_default_backward(load_board(args.board).default_backward)
-        unordered = plan_memory(build_training_graph(graph, spec, reorder=False))
-        graph = build_training_graph(graph, spec)
-    plan = plan_memory(graph)
+        spec = resolve_spec(args.train, board)
+        pins = dict(spec.kernels or {})
+        tg = training_graph(graph, spec)
+        check_pins(pins, graph, tg)
+        train = target = plan_lowered(tg, board, args.backend, pins)
+        unordered = plan_lowered(build_training_graph(graph, spec, reorder=False), board,
+                                 args.backend, pins).plan
+    plan = target.plan
     result = plan.to_json()
+    result["backend"] = {"requested": args.backend, "chain": list(target.lowering.chain)}
+    result["kernels"] = target.lowering.table()
     if unordered is not None:
         result["peak_bytes_without_reordering"] = unordered.peak_bytes
     if args.plot:
         result["plot"] = str(plot_plan(plan, args.plot))
-    if args.board:
-        from .board import load_board
-
-        board = load_board(args.board)
+    if board is not None:
         result["board"] = {"name": board.name, "sram_budget_bytes": board.sram_budget,
                            "flash_budget_bytes": board.flash_budget}
-        check_budget(plan, board.sram_budget, board.flash_budget, board=board.name)
+        result["project_memory"] = check_device_budget(board, infer, train)
     if args.json:
         print(json.dumps(result))
-    else:
-        print(plan.describe())
-        if unordered is not None:
-            print(f"arena without update reordering: {unordered.peak_bytes:,} B")
+        return 0
+    print(plan.describe())
+    if unordered is not None:
+        print(f"arena without update reordering: {unordered.peak_bytes:,} B")
+    if args.kernels:
+        print(format_kernel_table(result["kernels"]))
     return 0
+
+
+def format_kernel_table(rows: list[dict]) -> str:
+    """op | candidates (backend: cost) | choice | scratch — the lowering's decisions."""
+    def cost(c: dict) -> str:
+        return f"{c['backend']}" + (f" {c['cost']:,.0f}" if c["cost"] is not None else "")
+
+    table = [("op", "type", "candidates (instructions)", "chosen", "why", "scratch B")]
+    for r in rows:
+        table.append((r["op"], r["type"], ", ".join(cost(c) for c in r["candidates"]),
+                      f"{r['backend']}:{r['kernel']}", r["reason"], f"{r['scratch_bytes']:,}"))
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip()
+                     for row in table)
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
@@ -323,6 +362,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _backend_option(sp: argparse.ArgumentParser) -> None:
+    from .backends import CHOICES
+
+    sp.add_argument("--backend", default="auto", metavar="|".join(CHOICES),
+                    help="kernel backend chain: auto (the board's default: cmsis-nn on cores "
+                    "with DSP/MVE when CMSIS-NN is checked out, else ref), ref (portable C), "
+                    "or a backend first with ref for the ops it does not take")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="pockengine",
@@ -358,6 +406,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="golden (NumPy reference), host (generated C, built with the host "
                     "compiler) or a board (firmware on its emulator; pockengine boards)")
     sp.add_argument("--timeout", type=float, help="emulator timeout in seconds (boards)")
+    _backend_option(sp)
+    sp.add_argument("--json", action="store_true", help="machine-readable summary (boards: "
+                    "instructions per inference)")
     sp.add_argument("-f", "--force", action="store_true", help="overwrite the output file")
     sp = verb("fit", cmd_fit, "fine-tune a model: quantize if float, build the training graph, "
               "train on an engine, evaluate before/after")
@@ -377,6 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--timeout", type=float, help="emulator timeout in seconds (boards)")
     sp.add_argument("--keep", metavar="DIR", help="boards: build the firmware in DIR and keep "
                     "it (default: a temporary directory)")
+    _backend_option(sp)
     sp.add_argument("--calib", help=".npz with calibration inputs for a float model "
                     "(default: the first 100 training samples)")
     sp.add_argument("--seed", type=int, default=0, help="sample order seed")
@@ -394,6 +446,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--calib", help=".npz with calibration inputs for a float model")
     sp.add_argument("--plot", metavar="FILE", help="draw the plan (.svg, or .png with "
                     "matplotlib)")
+    _backend_option(sp)
+    sp.add_argument("--kernels", action="store_true", help="list each op's kernel "
+                    "candidates, their cost, the choice and its scratch")
     sp.add_argument("--json", action="store_true", help="machine-readable output")
 
     sp = verb("compile", cmd_compile, "generate a C project: pe_init, pe_infer, "
@@ -409,8 +464,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--epochs", type=int, default=1, help="device boards: epochs over --data")
     sp.add_argument("--seed", type=int, default=0, help="sample order seed")
     sp.add_argument("--no-shuffle", action="store_true", help="visit samples in file order")
-    sp.add_argument("--backend", default="auto",
-                    help="kernel backend: auto (the board's best) or ref (portable C)")
+    _backend_option(sp)
     sp.add_argument("--prefix", default="pe", help="prefix of every generated C symbol")
     sp.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory")
     sp.add_argument("-f", "--force", action="store_true",

@@ -82,8 +82,8 @@ def fit_model(model: str | Path | Graph, spec: Any,
               seed: int = 0, shuffle: bool = True,
               progress: Callable[[int, int, float], None] | None = None,
               profile_ops: bool = False, timeout: float | None = None,
-              keep_dir: str | Path | None = None, board: str | None = None
-              ) -> dict[str, Any]:
+              keep_dir: str | Path | None = None, board: str | None = None,
+              backend: str = "auto") -> dict[str, Any]:
     """Fine-tune `model` on `train` with the training `spec` on `engine`; evaluate on `evals`.
 
     Samples are visited one per step, in a fresh `numpy.random.default_rng(seed)` permutation
@@ -97,6 +97,8 @@ def fit_model(model: str | Path | Graph, spec: Any,
     stack. ``keep_dir``: build the firmware there instead of a temporary directory.
     ``board``: apply this board's defaults (its backward mode when the spec does not choose
     one) on any engine, e.g. to reproduce a board's run on the golden model.
+    ``backend``: the kernel backend chain of the generated C (host and boards; ``auto``: the
+    board's default). Every chain computes the same bits; the golden engine ignores it.
     """
     from .data import fit_input
     from .golden.training import TrainState, fit, predict
@@ -133,11 +135,11 @@ def fit_model(model: str | Path | Graph, spec: Any,
         res, before, after, t1, t2, extra = _fit_board(
             target, graph, spec, tg, state, x_tr, t_tr,
             (x_ev, t_ev) if evals is not None else None, epochs, seed, shuffle, progress,
-            profile_ops=profile_ops, timeout=timeout, keep_dir=keep_dir)
+            profile_ops=profile_ops, timeout=timeout, keep_dir=keep_dir, backend=backend)
     elif engine == "host":
         res, before, after, t1, t2 = _fit_host(graph, spec, tg, state, x_tr, t_tr,
                                                (x_ev, t_ev) if evals is not None else None,
-                                               epochs, seed, shuffle, progress)
+                                               epochs, seed, shuffle, progress, backend)
     else:
         before = evaluate(graph, predict(tg, state, x_ev), t_ev, spec.loss) \
             if evals is not None else {}
@@ -173,8 +175,8 @@ def fit_model(model: str | Path | Graph, spec: Any,
 
 def _fit_host(graph: Graph, spec: Any, tg: Graph, state: Any, x_tr: np.ndarray,
               t_tr: np.ndarray, evals: tuple[np.ndarray, np.ndarray] | None, epochs: int,
-              seed: int, shuffle: bool, progress: Callable[[int, int, float], None] | None
-              ) -> tuple[dict[str, Any], dict, dict, float, float]:
+              seed: int, shuffle: bool, progress: Callable[[int, int, float], None] | None,
+              backend: str = "auto") -> tuple[dict[str, Any], dict, dict, float, float]:
     """fit on the generated C, built for the host in a temporary directory; the trained
     parameters come back into ``state`` (for export)."""
     import tempfile
@@ -182,7 +184,8 @@ def _fit_host(graph: Graph, spec: Any, tg: Graph, state: Any, x_tr: np.ndarray,
     from .pipeline import build_project, compile_model, run_host_fit, run_host_infer
 
     with tempfile.TemporaryDirectory(prefix="pockengine-fit-") as tmp:
-        build = build_project(compile_model(graph, spec=spec, out_dir=Path(tmp) / "host"))
+        build = build_project(compile_model(graph, spec=spec, out_dir=Path(tmp) / "host",
+                                            backend=backend))
         before = evaluate(graph, run_host_infer(build, evals[0]), evals[1], spec.loss) \
             if evals is not None else {}
         t1 = time.perf_counter()
@@ -221,7 +224,8 @@ def _engine_board(engine: str) -> Any:
 def _fit_board(board: Any, graph: Graph, spec: Any, tg: Graph, state: Any, x_tr: np.ndarray,
                t_tr: np.ndarray, evals: tuple[np.ndarray, np.ndarray] | None, epochs: int,
                seed: int, shuffle: bool, progress: Callable[[int, int, float], None] | None,
-               *, profile_ops: bool, timeout: float | None, keep_dir: str | Path | None
+               *, profile_ops: bool, timeout: float | None, keep_dir: str | Path | None,
+               backend: str = "auto"
                ) -> tuple[dict[str, Any], dict, dict, float, float, dict[str, Any]]:
     """fit on a board's emulator: compile with the data embedded, build, run, read back."""
     import hashlib
@@ -235,7 +239,7 @@ def _fit_board(board: Any, graph: Graph, spec: Any, tg: Graph, state: Any, x_tr:
         out = Path(keep_dir) if keep_dir is not None else Path(tmp) / board.name
         proj = compile_model(graph, board=board.name, spec=spec, out_dir=out,
                              data=(x_tr, t_tr), evals=evals, epochs=epochs, seed=seed,
-                             shuffle=shuffle, force=keep_dir is not None)
+                             shuffle=shuffle, force=keep_dir is not None, backend=backend)
         fw = build_project(proj, profile_ops=profile_ops)
         t1 = time.perf_counter()
         try:

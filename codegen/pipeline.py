@@ -1,6 +1,6 @@
 """The compiler's stages, listed in one place, each a function of the previous stage's value.
 
-    load ─► quantize ─► training_graph ─► plan ─► lower ─► [embed] ─► render ─► write
+    load ─► quantize ─► training_graph ─► lower ─► plan ─► [embed] ─► render ─► write
          ─► build ─► run
 
 ``compile_model`` runs load .. write and returns a :class:`~codegen.render.output.Project`;
@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .backends import Lowering
 from .errors import PockError
 from .ir import Graph
 from .memplan import MemoryPlan, plan_memory
@@ -33,7 +34,6 @@ from .run.host import run_host_fit, run_host_infer
 from .toolchain import BuildResult, build_project
 
 BOARDS = ("host",)      # built in: needs no board file
-BACKENDS = ("auto", "ref")
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,22 +97,40 @@ def training_graph(graph: Graph, spec: Any) -> Graph | None:
     return build_training_graph(graph, resolve_spec(spec))
 
 
-def plan(graph: Graph) -> MemoryPlan:
-    """Stage 4: schedule + memory plan (arena, parameter and constant pools)."""
-    p = plan_memory(graph)
+def lower(graph: Graph, board: Any = None, backend: str = "auto",
+          pins: Mapping[str, str] | None = None, cost: Any = None) -> Lowering:
+    """Stage 4: one kernel call record per op, along the board's chain of backends
+    (``backend``: auto | ref | cmsis-nn | ...; ``pins``: op name -> backend). The records carry
+    the scratch and in-place facts the planner reads."""
+    from .backends import chain_for, lower_graph
+
+    chain = chain_for(board if not isinstance(board, str) else resolve_board(board), backend)
+    present = {op.name for op in graph.ops}
+    return lower_graph(graph, chain.backends, cost=cost, target=chain.target,
+                       pins={k: v for k, v in (pins or {}).items() if k in present})
+
+
+def plan(graph: Graph, lowering: Lowering | None = None) -> MemoryPlan:
+    """Stage 5: schedule + memory plan (arena, parameter and constant pools), from the kernel
+    records of ``lowering`` (default: the graph lowered for the host, ref kernels)."""
+    if lowering is None:
+        lowering = lower(graph)
+    p = plan_memory(graph, kernels=lowering.calls)
     p.verify()
     return p
 
 
-def lower(graph: Graph, memory_plan: MemoryPlan, backend: str = "ref") -> LoweredGraph:
-    """Stage 5: one kernel call record per op, in the plan's schedule order."""
-    from .backends import kernel_call
+def lowered_graph(graph: Graph, lowering: Lowering, memory_plan: MemoryPlan) -> LoweredGraph:
+    """The records in the plan's schedule order: what the renderer emits."""
+    return LoweredGraph(graph, memory_plan, lowering.in_order(memory_plan.schedule.ops),
+                        lowering)
 
-    if backend not in BACKENDS:
-        raise PockError(f"backend {backend!r} is not available for the host (choose from "
-                        f"{', '.join(BACKENDS)})")
-    calls = tuple(kernel_call(graph, op) for op in memory_plan.schedule.ops)
-    return LoweredGraph(graph, memory_plan, calls)
+
+def plan_lowered(graph: Graph, board: Any = None, backend: str = "auto",
+                 pins: Mapping[str, str] | None = None, cost: Any = None) -> LoweredGraph:
+    """lower + plan of one graph."""
+    lowering = lower(graph, board, backend, pins, cost)
+    return lowered_graph(graph, lowering, plan(graph, lowering))
 
 
 def embed(graph: Graph, spec: Any, data: Any = None, evals: Any = None, *, epochs: int = 1,
@@ -146,7 +164,7 @@ build = build_project            # Stage 8: toolchain (host: make)
 
 STAGES: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("load", load), ("quantize", quantize), ("training_graph", training_graph),
-    ("plan", plan), ("lower", lower), ("embed", embed),
+    ("lower", lower), ("plan", plan), ("embed", embed),
     ("render", render), ("write", write), ("build", build), ("run", run_host_infer),
     ("run_device", run_device),
 )
@@ -155,7 +173,7 @@ STAGES: tuple[tuple[str, Callable[..., Any]], ...] = (
 # -- the whole compile ----------------------------------------------------------------------------
 def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any = None,
                   calib: np.ndarray | str | Path | None = None, out_dir: str | Path,
-                  prefix: str = "pe", backend: str = "ref", force: bool = False,
+                  prefix: str = "pe", backend: str = "auto", force: bool = False,
                   data: Any = None, evals: Any = None, epochs: int = 1, seed: int = 0,
                   shuffle: bool = True, print_outputs: bool = False) -> Project:
     """Model (float models are quantized first with ``calib``) -> C project in ``out_dir``.
@@ -177,24 +195,23 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     source = quantize(load(model), calib)
     spec = resolve_spec(spec, b if device else None)
     tg = training_graph(source.graph, spec)
-    backend_name = "ref" if backend == "auto" else backend
-    infer = lower(source.graph, plan(source.graph), backend_name)
-    train = lower(tg, plan(tg), backend_name) if tg is not None else None
+    pins = dict(getattr(spec, "kernels", None) or {})
+    check_pins(pins, source.graph, tg)
+    from .backends import chain_for
+
+    chain = chain_for(b, backend)
+    infer = plan_lowered(source.graph, b, backend, pins)
+    train = plan_lowered(tg, b, backend, pins) if tg is not None else None
     dev_data = None
     if device:
         dev_data = embed(source.graph, spec, data, evals, epochs=epochs, seed=seed,
                          shuffle=shuffle, print_outputs=print_outputs)
+    elif data is not None or evals is not None:
+        raise PockError("--data/--eval embed data in firmware; the host project reads its "
+                        "data at run time (pockengine fit --engine host)")
+    if b is not None:
         check_device_budget(b, infer, train, dev_data)
-    elif b is not None:
-        from .memplan import check_budget
-
-        if data is not None or evals is not None:
-            raise PockError("--data/--eval embed data in firmware; the host project reads its "
-                            "data at run time (pockengine fit --engine host)")
-        for lg in (infer, train):
-            if lg is not None:
-                check_budget(lg.plan, b.sram_budget, b.flash_budget, board=board)
-    rendered = render(Lowered(infer, train, backend_name), source, prefix=prefix,
+    rendered = render(Lowered(infer, train, backend, chain.names), source, prefix=prefix,
                       board=b if device else "host", data=dev_data)
     return write(rendered, out_dir, force=force)
 
@@ -203,33 +220,58 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
 HARNESS_RAM_BYTES = 512
 
 
+def project_memory(board: Any, infer: LoweredGraph, train: LoweredGraph | None,
+                   data: Any = None) -> dict[str, int]:
+    """What a project of these plans needs on ``board``: SRAM (the arena, shared by
+    ``pe_infer`` and ``pe_train_step``, so the larger plan; parameters; on a device board the
+    stack and the harness buffers) and flash (constants and parameter images; embedded data)."""
+    g = infer.graph
+    device = getattr(board, "arch", "host") != "host"
+    out = {"arena": max(infer.plan.arena_bytes, train.plan.arena_bytes if train else 0),
+           "params": train.plan.params_bytes if train else 0,
+           "stack": board.stack if device else 0,
+           "harness": g.tensors[g.outputs[0]].nbytes + HARNESS_RAM_BYTES if device else 0,
+           "constants": max(infer.plan.constant_bytes, train.plan.flash_bytes if train else 0),
+           "data": data.summary()["flash_bytes"] if data is not None else 0}
+    out["sram"] = out["arena"] + out["params"] + out["stack"] + out["harness"]
+    out["flash"] = out["constants"] + out["data"]
+    return out
+
+
 def check_device_budget(board: Any, infer: LoweredGraph, train: LoweredGraph | None,
-                        data: Any) -> None:
-    """Before any C is compiled: the firmware's SRAM (arena + parameters + stack + harness
-    buffers) and flash (constants + parameter images + embedded data) against the board's
-    budget; a one-line PockError with the numbers and a hint when it cannot fit."""
+                        data: Any = None) -> dict[str, int]:
+    """Before any C is compiled: the project's SRAM (arena + parameters, + stack + harness
+    buffers on a device) and flash (constants + parameter images + embedded data) against the
+    board's budget; a one-line PockError with the numbers and a hint when it cannot fit.
+    ``plan --board`` and ``compile`` both call this, so they agree."""
     from .board import format_size
     from .toolchain.device import FLASH_HINT, SRAM_HINT
 
     name = infer.graph.name
-    arena = max(infer.plan.arena_bytes, train.plan.arena_bytes if train else 0)
-    params = train.plan.params_bytes if train else 0
-    g = infer.graph
-    harness = g.tensors[g.outputs[0]].nbytes + HARNESS_RAM_BYTES
-    sram = arena + params + board.stack + harness
-    if sram > board.sram_budget:
-        raise PockError(f"{name}: needs {sram / 1024:.1f} KiB SRAM (arena {arena / 1024:.1f} "
-                        f"KiB + parameters {params / 1024:.1f} KiB + stack "
-                        f"{board.stack / 1024:.1f} KiB + harness {harness / 1024:.1f} KiB), "
-                        f"board {board.name} has {format_size(board.sram_budget)}; "
-                        + SRAM_HINT)
-    consts = max(infer.plan.constant_bytes, train.plan.flash_bytes if train else 0)
-    flash = consts + data.summary()["flash_bytes"]
-    if flash > board.flash_budget:
-        raise PockError(f"{name}: needs {flash / 1024:.1f} KiB flash (constants and parameter "
-                        f"images {consts / 1024:.1f} KiB + embedded data "
-                        f"{(flash - consts) / 1024:.1f} KiB, before code), board {board.name} "
-                        f"has {format_size(board.flash_budget)}; " + FLASH_HINT)
+    m = project_memory(board, infer, train, data)
+    if m["sram"] > board.sram_budget:
+        parts = f"arena {m['arena'] / 1024:.1f} KiB + parameters {m['params'] / 1024:.1f} KiB"
+        if m["stack"] or m["harness"]:
+            parts += (f" + stack {m['stack'] / 1024:.1f} KiB + harness "
+                      f"{m['harness'] / 1024:.1f} KiB")
+        raise PockError(f"{name}: needs {m['sram'] / 1024:.1f} KiB SRAM ({parts}), board "
+                        f"{board.name} has {format_size(board.sram_budget)}; " + SRAM_HINT)
+    if m["flash"] > board.flash_budget:
+        raise PockError(f"{name}: needs {m['flash'] / 1024:.1f} KiB flash (constants and "
+                        f"parameter images {m['constants'] / 1024:.1f} KiB + embedded data "
+                        f"{m['data'] / 1024:.1f} KiB, before code), board {board.name} has "
+                        f"{format_size(board.flash_budget)}; " + FLASH_HINT)
+    return m
+
+
+def check_pins(pins: Mapping[str, str], *graphs: Graph | None) -> None:
+    """Every pinned op exists in one of the graphs (a one-line error otherwise)."""
+    names = {op.name for g in graphs if g is not None for op in g.ops}
+    for op_name in pins:
+        if op_name not in names:
+            close = sorted(n for n in names if n.split("/")[-1] == op_name.split("/")[-1])[:3]
+            raise PockError(f"kernels: no op {op_name!r} to pin"
+                            + (f" (did you mean {', '.join(close)}?)" if close else ""))
 
 
 def resolve_board(board: str) -> Any:
@@ -277,7 +319,6 @@ def _jsonable(v: Any) -> Any:
 
 
 __all__ = [
-    "BACKENDS",
     "BOARDS",
     "STAGES",
     "BuildResult",
@@ -286,13 +327,17 @@ __all__ = [
     "build",
     "build_project",
     "check_device_budget",
+    "check_pins",
     "compile_model",
     "embed",
     "graph_digest",
     "load",
     "lower",
+    "lowered_graph",
     "open_project",
     "plan",
+    "plan_lowered",
+    "project_memory",
     "quantize",
     "render",
     "resolve_board",

@@ -11,3 +11,12 @@ def data_dir(name: str) -> Path:
         if candidate.is_dir():
             return candidate
     raise FileNotFoundError(f"pockengine data directory {name!r} not found (broken install?)")
+
+
+def source_root() -> Path | None:
+    """The repository root when running from a source checkout (it has pyproject.toml and
+    third_party/), else None (an installed wheel)."""
+    root = _PKG.parent
+    if (root / "pyproject.toml").is_file() and (root / "third_party").is_dir():
+        return root
+    return None

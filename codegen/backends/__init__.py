@@ -1,10 +1,13 @@
-"""Backend lowering: IR ops -> kernel call records (kernel name, parameters, constant arrays).
+"""Backend lowering: IR ops -> kernel call records, along a board's chain of backends.
 
-``ref_args.kernel_call(graph, op)`` targets the portable C kernels of runtime_c/kernels/ref,
-forward ops directly and training ops through ``train_args.train_kernel_call``;
-other backends (CMSIS-NN, HVX) reuse the same records and signatures (pe_kernels.h).
+A backend (``base.Backend``) is a table op type -> builder returning a ``KernelCall`` or None,
+plus the C it needs; ``registry`` lists the backends and gives a board its chain;
+``lowering.lower_graph`` picks one record per op (pins, cost, chain order); ``params`` holds the
+parameter math every backend shares; ``ref_args`` / ``train_args`` build the portable kernels'
+records (forward / training ops); ``sources`` finds the C files the chosen kernels need.
 """
 
+from .base import Backend, Target, ThirdParty
 from .kernel_call import (
     C_TYPES,
     STRUCTS,
@@ -19,9 +22,21 @@ from .kernel_call import (
     TensorArg,
     TensorListArg,
 )
-from .ref_args import kernel_call, kernel_calls
+from .lowering import Choice, Lowering, lower_graph
+from .registry import (
+    BACKENDS,
+    CHOICES,
+    REF,
+    Chain,
+    chain_for,
+    get_backend,
+    kernel_call,
+    kernel_calls,
+)
 from .train_args import TRAIN_CALL_BUILDERS, train_kernel_call
 
-__all__ = ["C_TYPES", "STRUCTS", "TRAIN_CALL_BUILDERS", "ArrayArg", "ConstArray", "ContextArg",
-           "KernelCall", "NullArg", "ScalarArg", "Struct", "StructArg", "TensorArg",
-           "TensorListArg", "kernel_call", "kernel_calls", "train_kernel_call"]
+__all__ = ["BACKENDS", "CHOICES", "C_TYPES", "REF", "STRUCTS", "TRAIN_CALL_BUILDERS", "ArrayArg",
+           "Backend", "Chain", "Choice", "ConstArray", "ContextArg", "KernelCall", "Lowering",
+           "NullArg", "ScalarArg", "Struct", "StructArg", "Target", "TensorArg", "TensorListArg",
+           "ThirdParty", "chain_for", "get_backend", "kernel_call", "kernel_calls",
+           "lower_graph", "train_kernel_call"]

@@ -232,14 +232,19 @@ Arg = ContextArg | StructArg | TensorArg | TensorListArg | ArrayArg | ScalarArg 
 
 @dataclass(frozen=True, eq=False)
 class KernelCall:
-    """One kernel invocation: C function name and (parameter name, argument) in C order."""
+    """One kernel invocation: C function name and (parameter name, argument) in C order, plus
+    the facts the scheduler and planner read (scratch, in-place permission, aliases: see
+    ``codegen.schedule.storage``) and the backend that chose it."""
 
     kernel: str
     op: str                           # the IR op's name
     args: tuple[tuple[str, Arg], ...]
-    scratch_bytes: int = 0            # size of ctx->buf the kernel needs (0 for ref)
+    scratch_bytes: int = 0            # size of ctx->buf the kernel needs (planned in the arena)
     may_alias: tuple[tuple[str, str], ...] = field(default=())   # (input, output) that may
                                                                  # share memory (reshape)
+    inplace: tuple[str, ...] = ()     # inputs the kernel may write its output over
+    backend: str = "ref"              # the backend whose builder made the record
+    macs: int = 0                     # multiply-accumulates of the call (cost model)
 
     def arg(self, name: str) -> Arg:
         for arg_name, arg in self.args:

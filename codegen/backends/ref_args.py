@@ -1,6 +1,6 @@
 """IR op -> call of a portable C kernel (runtime_c/kernels/ref), with every number precomputed.
 
-``kernel_call(graph, op)`` returns a :class:`~codegen.backends.kernel_call.KernelCall`: the
+``forward_call(graph, op)`` returns a :class:`~codegen.backends.kernel_call.KernelCall`: the
 kernel's name and its arguments in C order — parameter structs (offsets, strides, top/left
 padding, clamp bounds), requantization multipliers and shifts (TFLM's QuantizeMultiplier, as
 the golden model computes them), shapes as ``pe_dims`` and the IR tensors to pass. The code
@@ -20,161 +20,49 @@ and any 4-D mix of the above (TFLite's BroadcastAdd4DSlow).
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 
 import numpy as np
 
 from ..errors import ModelError
 from ..golden import numerics as nx
-from ..golden.kernels.conv import FC_PER_TENSOR_FLOAT32_PRODUCT
-from ..ir import Graph, Op, OpView, Tensor
+from ..ir import Graph, Op
 from .kernel_call import (
     C_TYPES,
     Arg,
     ArrayArg,
-    ConstArray,
     ContextArg,
     KernelCall,
-    NullArg,
     ScalarArg,
     Struct,
     StructArg,
-    TensorArg,
     TensorListArg,
 )
-
-ADD_LEFT_SHIFT = 20                   # TFLM int8 ADD
-SOFTMAX_SCALED_DIFF_INTEGER_BITS = 5  # TFLM int8 SOFTMAX: differences in Q5.26
-INF = float("inf")
-
-
-@dataclass(frozen=True)
-class _Op(OpView):
-    """An op with its graph and batch: typed access to tensors and precomputation helpers."""
-
-    batch: int = 1
-
-    def shape(self, t: Tensor) -> tuple[int, ...]:
-        """The tensor's shape with the batch put in (non-constant, leading dimension 1)."""
-        if t.shape and t.shape[0] == 1 and not t.is_const:
-            return (self.batch,) + t.shape[1:]
-        return t.shape
-
-    def dtypes(self, *allowed: tuple[str, ...]) -> tuple[str, ...]:
-        """Check (input dtype, ..., output dtype) against the allowed combinations."""
-        ins = [t.dtype for t in (self.input(i) for i in range(len(self.op.inputs)))
-               if t is not None]
-        got = tuple(ins[:len(allowed[0]) - 1]) + (self.out().dtype,)
-        if got not in allowed:
-            raise self.error(f"no ref kernel for dtypes {' x '.join(got[:-1])} -> {got[-1]}")
-        return got
-
-
-# -- argument builders --------------------------------------------------------------------------
-def dims(shape: Sequence[int]) -> Struct:
-    """A ``pe_dims`` for a shape of rank <= 4 (leading 1s added)."""
-    s = tuple(int(d) for d in shape)
-    if len(s) > 4:
-        raise ValueError(f"shape {list(s)} has more than 4 dimensions")
-    s = (1,) * (4 - len(s)) + s
-    return Struct("pe_dims", dict(zip("nhwc", s)))
-
-
-def tile(h: int, w: int) -> Struct:
-    return Struct("pe_tile", {"w": int(w), "h": int(h)})
-
-
-def activation(lo: int, hi: int) -> Struct:
-    return Struct("pe_activation", {"min": int(lo), "max": int(hi)})
-
-
-def activation_f32(name: str) -> Struct:
-    lo, hi = nx.float_activation_range(name)
-    return Struct("pe_activation_f32", {"min": float(lo), "max": float(hi)})
-
-
-def _tensor(t: Tensor, write: bool = False) -> TensorArg:
-    ctype = C_TYPES[t.dtype]
-    return TensorArg(t.name, f"{ctype} *" if write else f"const {ctype} *")
-
-
-def _int32_array(name: str, values) -> ConstArray:
-    arr = np.asarray(values, dtype=np.int64).reshape(-1)
-    if arr.size and (arr.min() < nx.INT32_MIN or arr.max() > nx.INT32_MAX):
-        raise ValueError(f"{name}: value outside int32")
-    return ConstArray(name, "int32_t", arr.astype(np.int32))
-
-
-def _call(view: _Op, kernel: str, args: Sequence[tuple[str, Arg]],
-          may_alias: tuple[tuple[str, str], ...] = ()) -> KernelCall:
-    return KernelCall(kernel, view.op.name, tuple(args), 0, may_alias)
-
-
-def _size(view: _Op, t: Tensor) -> int:
-    n = int(np.prod(view.shape(t), dtype=np.int64))
-    if n > nx.INT32_MAX:
-        raise view.error(f"tensor {t.name!r} has {n} elements, more than int32 indexing allows")
-    return n
-
-
-def _check_int32_sizes(view: _Op) -> None:
-    for name in view.op.inputs + view.op.outputs:
-        if name:
-            _size(view, view.graph.tensors[name])
+from .params import (
+    ADD_LEFT_SHIFT,
+    OpArgs,
+    activation,
+    activation_f32,
+    bias_arg,
+    broadcast_dims,
+    call,
+    check_int32_sizes,
+    collapse_padding,
+    collapse_reduction,
+    dims,
+    int32_array,
+    output_stage,
+    per_channel,
+    size_of,
+    softmax_params_s8,
+    tensor_arg,
+    tile,
+    window_attrs,
+)
 
 
 # -- conv2d, depthwise_conv2d, fully_connected --------------------------------------------------
-def _output_stage(view: _Op, n_out: int, fc: bool
-                  ) -> tuple[np.ndarray, np.ndarray, int, int, int, int]:
-    """(multipliers, shifts, input offset, output offset, clamp lo, clamp hi) of an int8
-    conv / FC, exactly as the golden model's _integer_setup computes them."""
-    x, w, out = view.x(), view.input(1), view.out()
-    assert w is not None
-    s_in, zp_in = view.quant(x)
-    s_out, zp_out = view.quant(out)
-    if w.quant is None or w.dtype != "int8":
-        raise view.error(f"weight {w.name!r} must be int8 with quantization parameters")
-    if np.any(w.quant.zero_point != 0):
-        raise view.error(f"weight {w.name!r} must be symmetric (zero point 0)")
-    w_scales = w.quant.scale
-    if w_scales.size not in (1, n_out):
-        raise view.error(f"weight has {w_scales.size} scales for {n_out} output channels")
-    if fc and w_scales.size == 1 and FC_PER_TENSOR_FLOAT32_PRODUCT:
-        real = np.array([float(np.float32(s_in) * w_scales[0]) / s_out])
-    else:
-        real = np.float64(s_in) * w_scales.astype(np.float64) / np.float64(s_out)
-    m, s = nx.quantize_multipliers(np.broadcast_to(real, (w_scales.size,)))
-    b = view.input(2)
-    if b is not None:
-        if b.dtype != "int32" or b.data is None:
-            raise view.error(f"bias {b.name!r} must be a constant int32 tensor")
-        if b.size != n_out:
-            raise view.error(f"bias has {b.size} values for {n_out} output channels")
-    lo, hi = nx.activation_range(view.attr("activation", "none"), s_out, zp_out)
-    return m, s, -zp_in, zp_out, lo, hi
-
-
-def _bias_arg(view: _Op, ctype: str) -> Arg:
-    b = view.input(2)
-    return NullArg(f"const {ctype} *") if b is None else _tensor(b)
-
-
-def _window_attrs(view: _Op) -> dict[str, Struct]:
-    sh, sw = (int(v) for v in view.attr("stride"))
-    dh, dw = (int(v) for v in view.attr("dilation", (1, 1)))
-    top, _, left, _ = (int(v) for v in view.attr("padding"))
-    return {"stride": tile(sh, sw), "padding": tile(top, left), "dilation": tile(dh, dw)}
-
-
-def _per_channel(m: np.ndarray, s: np.ndarray, n_out: int) -> Struct:
-    return Struct("pe_per_channel_quant", {
-        "multiplier": _int32_array("multiplier", np.broadcast_to(m, (n_out,))),
-        "shift": _int32_array("shift", np.broadcast_to(s, (n_out,)))})
-
-
-def _conv_like(view: _Op, kernel: str, params_int8: Callable[..., Struct],
+def _conv_like(view: OpArgs, kernel: str, params_int8: Callable[..., Struct],
                params_f32: Callable[[], Struct], n_out: int,
                dims_in: Struct, dims_w: Struct, dims_out: Struct, fc: bool = False
                ) -> KernelCall:
@@ -187,13 +75,13 @@ def _conv_like(view: _Op, kernel: str, params_int8: Callable[..., Struct],
         raise view.error(f"weight {w.name!r} must be a constant (or a parameter) tensor")
     head: list[tuple[str, Arg]] = [("ctx", ContextArg())]
     if dtype == "int8":
-        m, s, in_off, out_off, lo, hi = _output_stage(view, n_out, fc)
+        m, s, in_off, out_off, lo, hi = output_stage(view, n_out, fc)
         head.append(("params", StructArg(params_int8(in_off, out_off, activation(lo, hi)))))
         name = f"{kernel}_s8"
         if fc and m.size == 1:
             quant = Struct("pe_per_tensor_quant", {"multiplier": int(m[0]), "shift": int(s[0])})
         else:
-            quant = _per_channel(m, s, n_out)
+            quant = per_channel(m, s, n_out)
             if fc:
                 name += "_per_channel"
         head.append(("quant", StructArg(quant)))
@@ -202,14 +90,14 @@ def _conv_like(view: _Op, kernel: str, params_int8: Callable[..., Struct],
         head.append(("params", StructArg(params_f32())))
         name = f"{kernel}_f32"
         ctype_b = "float"
-    return _call(view, name, head + [
-        ("input_dims", StructArg(dims_in)), ("input", _tensor(view.x())),
-        ("filter_dims", StructArg(dims_w)), ("filter", _tensor(w)),
-        ("bias", _bias_arg(view, ctype_b)),
-        ("output_dims", StructArg(dims_out)), ("output", _tensor(view.out(), write=True))])
+    return call(view, name, head + [
+        ("input_dims", StructArg(dims_in)), ("input", tensor_arg(view.x())),
+        ("filter_dims", StructArg(dims_w)), ("filter", tensor_arg(w)),
+        ("bias", bias_arg(view, ctype_b)),
+        ("output_dims", StructArg(dims_out)), ("output", tensor_arg(view.out(), write=True))])
 
 
-def _conv2d(view: _Op) -> KernelCall:
+def _conv2d(view: OpArgs) -> KernelCall:
     x, w, out = view.x(), view.input(1), view.out()
     assert w is not None
     o, _, _, ci = w.shape
@@ -217,7 +105,7 @@ def _conv2d(view: _Op) -> KernelCall:
     if ci == 0 or cin % ci or o % (cin // ci):
         raise view.error(f"{cin} input channels do not split into groups of {ci} for {o} "
                          f"output channels")
-    win = _window_attrs(view)
+    win = window_attrs(view)
     act = view.attr("activation", "none")
 
     def int8_params(in_off: int, out_off: int, clamp: Struct) -> Struct:
@@ -231,7 +119,7 @@ def _conv2d(view: _Op) -> KernelCall:
                       dims(w.shape), dims(view.shape(out)))
 
 
-def _depthwise_conv2d(view: _Op) -> KernelCall:
+def _depthwise_conv2d(view: OpArgs) -> KernelCall:
     x, w, out = view.x(), view.input(1), view.out()
     assert w is not None
     mult = int(view.attr("depth_multiplier", 1))
@@ -239,7 +127,7 @@ def _depthwise_conv2d(view: _Op) -> KernelCall:
     if o != x.shape[3] * mult:
         raise view.error(f"{o} output channels != {x.shape[3]} input channels x depth "
                          f"multiplier {mult}")
-    win = _window_attrs(view)
+    win = window_attrs(view)
     act = view.attr("activation", "none")
 
     def int8_params(in_off: int, out_off: int, clamp: Struct) -> Struct:
@@ -254,11 +142,11 @@ def _depthwise_conv2d(view: _Op) -> KernelCall:
                       dims(view.shape(x)), dims(w.shape), dims(view.shape(out)))
 
 
-def _fully_connected(view: _Op) -> KernelCall:
+def _fully_connected(view: OpArgs) -> KernelCall:
     x, w = view.x(), view.input(1)
     assert w is not None
     units, depth = w.shape
-    size = _size(view, x)
+    size = size_of(view, x)
     if depth == 0 or size % depth:
         raise view.error(f"input of {size} values does not split into rows of {depth}")
     rows = size // depth
@@ -277,7 +165,7 @@ def _fully_connected(view: _Op) -> KernelCall:
 
 
 # -- pooling --------------------------------------------------------------------------------------
-def _pool(view: _Op) -> KernelCall:
+def _pool(view: OpArgs) -> KernelCall:
     (dtype, _) = view.dtypes(("int8", "int8"), ("float32", "float32"))
     fh, fw = (int(v) for v in view.attr("filter"))
     sh, sw = (int(v) for v in view.attr("stride"))
@@ -308,43 +196,16 @@ def _pool(view: _Op) -> KernelCall:
     kind = "avg" if view.op.type == "avg_pool2d" else "max"
     suffix = "s8" if dtype == "int8" else "f32"
     del bottom, right                 # implied by the output size
-    return _call(view, f"pe_{kind}_pool2d_{suffix}", [
+    return call(view, f"pe_{kind}_pool2d_{suffix}", [
         ("ctx", ContextArg()), ("params", StructArg(params)),
-        ("input_dims", StructArg(dims(view.shape(x)))), ("input", _tensor(x)),
+        ("input_dims", StructArg(dims(view.shape(x)))), ("input", tensor_arg(x)),
         ("filter_dims", StructArg(dims((1, fh, fw, 1)))),
         ("output_dims", StructArg(dims(view.shape(out)))),
-        ("output", _tensor(out, write=True))])
+        ("output", tensor_arg(out, write=True))])
 
 
 # -- add, mul -------------------------------------------------------------------------------------
-def broadcast_dims(shape_a: Sequence[int], shape_b: Sequence[int], shape_out: Sequence[int]
-                   ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
-    """Collapse a numpy broadcast to 4-D: (a, b, out) shapes, or None if it needs more.
-
-    Output dimensions of 1 are dropped; adjacent dimensions where each input is either full
-    in both or broadcast in both merge into one.
-    """
-    r = len(shape_out)
-    a = (1,) * (r - len(shape_a)) + tuple(shape_a)
-    b = (1,) * (r - len(shape_b)) + tuple(shape_b)
-    runs: list[list[int]] = []          # [a_full, b_full, size]
-    for da, db, do in zip(a, b, shape_out):
-        if do == 1:
-            continue
-        pattern = [int(da == do), int(db == do)]
-        if runs and runs[-1][:2] == pattern:
-            runs[-1][2] *= do
-        else:
-            runs.append(pattern + [do])
-    if len(runs) > 4:
-        return None
-    runs = [[1, 1, 1]] * (4 - len(runs)) + runs
-    return (tuple(r_[2] if r_[0] else 1 for r_ in runs),
-            tuple(r_[2] if r_[1] else 1 for r_ in runs),
-            tuple(r_[2] for r_ in runs))
-
-
-def _binary(view: _Op) -> KernelCall:
+def _binary(view: OpArgs) -> KernelCall:
     (dtype, _, _) = view.dtypes(("int8", "int8", "int8"), ("float32", "float32", "float32"))
     a, b, out = view.x(), view.input(1), view.out()
     assert b is not None
@@ -378,30 +239,31 @@ def _binary(view: _Op) -> KernelCall:
                 "output_multiplier": m, "output_shift": sh, "activation": clamp})
     suffix = "s8" if dtype == "int8" else "f32"
     da, db, do = collapsed
-    return _call(view, f"pe_{kind}_{suffix}", [
+    return call(view, f"pe_{kind}_{suffix}", [
         ("params", StructArg(params)),
-        ("input1_dims", StructArg(dims(da))), ("input1", _tensor(a)),
-        ("input2_dims", StructArg(dims(db))), ("input2", _tensor(b)),
-        ("output_dims", StructArg(dims(do))), ("output", _tensor(out, write=True))])
+        ("input1_dims", StructArg(dims(da))), ("input1", tensor_arg(a)),
+        ("input2_dims", StructArg(dims(db))), ("input2", tensor_arg(b)),
+        ("output_dims", StructArg(dims(do))), ("output", tensor_arg(out, write=True))],
+        inplace=(a.name, b.name))     # each output element reads its inputs' elements first
 
 
 # -- reshape, softmax, mean, pad, concat ----------------------------------------------------------
-def _reshape(view: _Op) -> KernelCall:
+def _reshape(view: OpArgs) -> KernelCall:
     (dtype, _) = view.dtypes(("int8", "int8"), ("float32", "float32"))
     x, out = view.x(), view.out()
     suffix = "s8" if dtype == "int8" else "f32"
-    return _call(view, f"pe_reshape_{suffix}", [
-        ("size", ScalarArg("int32_t", _size(view, out))), ("input", _tensor(x)),
-        ("output", _tensor(out, write=True))], may_alias=((x.name, out.name),))
+    return call(view, f"pe_reshape_{suffix}", [
+        ("size", ScalarArg("int32_t", size_of(view, out))), ("input", tensor_arg(x)),
+        ("output", tensor_arg(out, write=True))], may_alias=((x.name, out.name),))
 
 
-def _softmax(view: _Op) -> KernelCall:
+def _softmax(view: OpArgs) -> KernelCall:
     (dtype, out_dtype) = view.dtypes(("int8", "int8"), ("int8", "int16"),
                                      ("float32", "float32"))
     x, out = view.x(), view.out()
     shape = view.shape(x)
     row = int(shape[-1]) if shape else 1
-    rows = _size(view, x) // max(row, 1)
+    rows = size_of(view, x) // max(row, 1)
     beta = float(np.float32(view.attr("beta", 1.0)))
     if dtype == "float32":
         params = Struct("pe_softmax_params_f32", {"beta": beta})
@@ -422,49 +284,13 @@ def _softmax(view: _Op) -> KernelCall:
                              f"(at most 4096)")
         params = softmax_params_s8(s_in, beta, view.error)
         name = "pe_softmax_s8" if out_dtype == "int8" else "pe_softmax_s8_s16"
-    return _call(view, name, [
+    return call(view, name, [
         ("params", StructArg(params)), ("num_rows", ScalarArg("int32_t", rows)),
-        ("row_size", ScalarArg("int32_t", row)), ("input", _tensor(x)),
-        ("output", _tensor(out, write=True))])
+        ("row_size", ScalarArg("int32_t", row)), ("input", tensor_arg(x)),
+        ("output", tensor_arg(out, write=True))])
 
 
-def softmax_params_s8(s_in: float, beta: float,
-                      error: Callable[[str], ModelError] = ModelError) -> Struct:
-    """``pe_softmax_params`` of TFLM's int8 softmax (int8 or int16 output) for input scale
-    ``s_in`` and ``beta`` (float32 of the attribute)."""
-    bits = SOFTMAX_SCALED_DIFF_INTEGER_BITS
-    real = min(beta * s_in * float(1 << (31 - bits)), float(2**31 - 1))
-    multiplier, left_shift = nx.quantize_multiplier(real)
-    if left_shift < 0:
-        raise error(f"input scale {s_in:g} x beta {beta:g} is too small for int8 softmax")
-    max_input_rescaled = (1.0 * ((1 << bits) - 1) * (1 << (31 - bits)) / (1 << left_shift))
-    return Struct("pe_softmax_params", {"input_multiplier": multiplier,
-                                        "input_left_shift": left_shift,
-                                        "diff_min": -math.floor(max_input_rescaled)})
-
-
-def collapse_reduction(shape: Sequence[int], reduced: Sequence[bool]
-                       ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
-    """(input dims, output dims) of a reduction collapsed to 4-D, or None if impossible.
-
-    Dimensions of size 1 are dropped, adjacent dimensions with the same reduce flag merge;
-    reduced dimensions are 1 in the output.
-    """
-    runs: list[list[int]] = []            # [reduced, size]
-    for d, r in zip(shape, reduced):
-        if d == 1:
-            continue
-        if runs and runs[-1][0] == int(r):
-            runs[-1][1] *= d
-        else:
-            runs.append([int(r), d])
-    if len(runs) > 4:
-        return None
-    runs = [[0, 1]] * (4 - len(runs)) + runs
-    return tuple(s for _, s in runs), tuple(1 if r else s for r, s in runs)
-
-
-def _mean(view: _Op) -> KernelCall:
+def _mean(view: OpArgs) -> KernelCall:
     (dtype, _) = view.dtypes(("int8", "int8"), ("float32", "float32"))
     x, out = view.x(), view.out()
     axes = sorted({int(a) for a in view.attr("axes")})
@@ -479,10 +305,10 @@ def _mean(view: _Op) -> KernelCall:
                          f"dimensions")
     d_in, d_out = collapsed
     tensors: list[tuple[str, Arg]] = [
-        ("input_dims", StructArg(dims(d_in))), ("input", _tensor(x)),
-        ("output_dims", StructArg(dims(d_out))), ("output", _tensor(out, write=True))]
+        ("input_dims", StructArg(dims(d_in))), ("input", tensor_arg(x)),
+        ("output_dims", StructArg(dims(d_out))), ("output", tensor_arg(out, write=True))]
     if dtype == "float32":
-        return _call(view, "pe_mean_f32", tensors)
+        return call(view, "pe_mean_f32", tensors)
     s_in, zp_in = view.quant(x)
     s_out, zp_out = view.quant(out)
     multiplier, shift = nx.quantize_multiplier(float(np.float64(s_in) / np.float64(s_out)))
@@ -494,31 +320,10 @@ def _mean(view: _Op) -> KernelCall:
     shift -= extra
     params = Struct("pe_mean_params", {"input_offset": -zp_in, "output_offset": zp_out,
                                        "multiplier": multiplier, "shift": shift})
-    return _call(view, "pe_mean_s8", [("params", StructArg(params))] + tensors)
+    return call(view, "pe_mean_s8", [("params", StructArg(params))] + tensors)
 
 
-def collapse_padding(shape: Sequence[int], pads: Sequence[tuple[int, int]]
-                     ) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...]] | None:
-    """(shape, pads) of a padding collapsed to at most 4 dimensions, or None.
-
-    A dimension merges into the one before it when it is not padded itself.
-    """
-    s = [int(d) for d in shape]
-    p = [(int(a), int(b)) for a, b in pads]
-    i = len(s) - 1
-    while len(s) > 4 and i > 0:
-        if p[i] == (0, 0):
-            inner = s.pop(i)
-            p.pop(i)
-            s[i - 1] *= inner
-            p[i - 1] = (p[i - 1][0] * inner, p[i - 1][1] * inner)
-        i = min(i - 1, len(s) - 1)
-    if len(s) > 4:
-        return None
-    return (1,) * (4 - len(s)) + tuple(s), ((0, 0),) * (4 - len(p)) + tuple(p)
-
-
-def _pad(view: _Op) -> KernelCall:
+def _pad(view: OpArgs) -> KernelCall:
     (dtype, _) = view.dtypes(("int8", "int8"), ("float32", "float32"))
     x, out = view.x(), view.out()
     pads = tuple((int(a), int(b)) for a, b in view.attr("pads"))
@@ -538,13 +343,13 @@ def _pad(view: _Op) -> KernelCall:
     else:
         params = Struct("pe_pad_params_f32", {"before": before, "pad_value": 0.0})
     suffix = "s8" if dtype == "int8" else "f32"
-    return _call(view, f"pe_pad_{suffix}", [
+    return call(view, f"pe_pad_{suffix}", [
         ("params", StructArg(params)),
-        ("input_dims", StructArg(dims(shape))), ("input", _tensor(x)),
-        ("output_dims", StructArg(dims(out_shape))), ("output", _tensor(out, write=True))])
+        ("input_dims", StructArg(dims(shape))), ("input", tensor_arg(x)),
+        ("output_dims", StructArg(dims(out_shape))), ("output", tensor_arg(out, write=True))])
 
 
-def _concat(view: _Op) -> KernelCall:
+def _concat(view: OpArgs) -> KernelCall:
     out = view.out()
     ins = [view.graph.tensors[n] for n in view.op.inputs]
     dtype = out.dtype
@@ -578,22 +383,25 @@ def _concat(view: _Op) -> KernelCall:
                                                  "activation": activation_f32(act)})
     ctype = C_TYPES[dtype]
     suffix = "s8" if dtype == "int8" else "f32"
-    return _call(view, f"pe_concat_{suffix}", [
+    return call(view, f"pe_concat_{suffix}", [
         ("params", StructArg(params)), ("num_inputs", ScalarArg("int32_t", len(ins))),
-        ("input_inner_sizes", ArrayArg(_int32_array("inner_sizes", inner))),
+        ("input_inner_sizes", ArrayArg(int32_array("inner_sizes", inner))),
         ("inputs", TensorListArg(tuple(t.name for t in ins), f"const {ctype} *const *")),
-        ("output", _tensor(out, write=True))])
+        ("output", tensor_arg(out, write=True))])
 
 
 # -- quantize, dequantize, relu, relu6 ------------------------------------------------------------
-def _elementwise(view: _Op, name: str, params: Struct | None) -> KernelCall:
+def _elementwise(view: OpArgs, name: str, params: Struct | None, inplace: bool = False
+                 ) -> KernelCall:
+    """out[i] = f(in[i]): ``inplace`` kernels may write over their input."""
     x, out = view.x(), view.out()
     args: list[tuple[str, Arg]] = [] if params is None else [("params", StructArg(params))]
-    return _call(view, name, args + [("size", ScalarArg("int32_t", _size(view, out))),
-                                     ("input", _tensor(x)), ("output", _tensor(out, True))])
+    return call(view, name, args + [("size", ScalarArg("int32_t", size_of(view, out))),
+                                    ("input", tensor_arg(x)), ("output", tensor_arg(out, True))],
+                inplace=(x.name,) if inplace else ())
 
 
-def _quantize(view: _Op) -> KernelCall:
+def _quantize(view: OpArgs) -> KernelCall:
     (src, _) = view.dtypes(("float32", "int8"), ("int8", "int8"))
     s_out, zp_out = view.quant(view.out())
     if src == "float32":
@@ -606,37 +414,38 @@ def _quantize(view: _Op) -> KernelCall:
         "activation": activation(nx.INT8_MIN, nx.INT8_MAX)}))
 
 
-def _dequantize(view: _Op) -> KernelCall:
+def _dequantize(view: OpArgs) -> KernelCall:
     view.dtypes(("int8", "float32"))
     s_in, zp_in = view.quant(view.x())
     return _elementwise(view, "pe_dequantize_s8_f32", Struct(
         "pe_affine_params_f32", {"scale": float(np.float32(s_in)), "zero_point": zp_in}))
 
 
-def _relu(view: _Op) -> KernelCall:
+def _relu(view: OpArgs) -> KernelCall:
     (dtype, _) = view.dtypes(("int8", "int8"), ("float32", "float32"))
     if dtype == "float32":
-        return _elementwise(view, "pe_relu_f32", None)
+        return _elementwise(view, "pe_relu_f32", None, inplace=True)
     s_in, zp_in = view.quant(view.x())
     s_out, zp_out = view.quant(view.out())
     # TFLM CalculateReluOpData: the scale ratio in float32; RELU requantizes.
     m, sh = nx.quantize_multiplier(float(np.float32(s_in) / np.float32(s_out)))
     return _elementwise(view, "pe_relu_s8", Struct("pe_requant_params", {
         "input_offset": -zp_in, "output_offset": zp_out, "multiplier": m, "shift": sh,
-        "activation": activation(*nx.activation_range("relu", s_out, zp_out))}))
+        "activation": activation(*nx.activation_range("relu", s_out, zp_out))}),
+        inplace=True)
 
 
-def _relu6(view: _Op) -> KernelCall:
+def _relu6(view: OpArgs) -> KernelCall:
     (dtype, _) = view.dtypes(("int8", "int8"), ("float32", "float32"))
     if dtype == "float32":
-        return _elementwise(view, "pe_relu6_f32", None)
+        return _elementwise(view, "pe_relu6_f32", None, inplace=True)
     # TFLM Relu6: clamps in the *input* quantization, no requantization.
     s_in, zp_in = view.quant(view.x())
     six = min(127, max(-128, zp_in + nx.round_half_away_int(np.float32(6.0) / np.float32(s_in))))
-    return _elementwise(view, "pe_relu6_s8", activation(zp_in, six))
+    return _elementwise(view, "pe_relu6_s8", activation(zp_in, six), inplace=True)
 
 
-CALL_BUILDERS: dict[str, Callable[[_Op], KernelCall]] = {
+CALL_BUILDERS: dict[str, Callable[[OpArgs], KernelCall]] = {
     "conv2d": _conv2d,
     "depthwise_conv2d": _depthwise_conv2d,
     "fully_connected": _fully_connected,
@@ -656,22 +465,11 @@ CALL_BUILDERS: dict[str, Callable[[_Op], KernelCall]] = {
 }
 
 
-def kernel_call(graph: Graph, op: Op, batch: int = 1) -> KernelCall:
-    """The ref kernel call for an op (forward, or a training op of docs/training.md through
-    :func:`codegen.backends.train_args.train_kernel_call`): ModelError if no ref kernel can run
-    it."""
-    from .train_args import TRAIN_CALL_BUILDERS, train_kernel_call
-
-    if op.type in TRAIN_CALL_BUILDERS:
-        return train_kernel_call(graph, op, batch)
+def forward_call(graph: Graph, op: Op, batch: int = 1) -> KernelCall:
+    """The ref kernel call of a forward op; ModelError if no ref kernel can run it."""
     builder = CALL_BUILDERS.get(op.type)
     if builder is None:
         raise ModelError(f"op {op.name!r} ({op.type}): no portable C kernel for this op")
-    view = _Op(graph, op, batch)
-    _check_int32_sizes(view)
+    view = OpArgs(graph, op, batch)
+    check_int32_sizes(view)
     return builder(view)
-
-
-def kernel_calls(graph: Graph, batch: int = 1) -> list[KernelCall]:
-    """The kernel calls of every op of a (forward or training) graph, in graph order."""
-    return [kernel_call(graph, op, batch) for op in graph.ops]

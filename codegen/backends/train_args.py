@@ -48,14 +48,14 @@ from .kernel_call import (
     StructArg,
     TensorArg,
 )
-from .ref_args import (
-    _check_int32_sizes,
-    _int32_array,
-    _Op,
+from .params import (
+    OpArgs,
     broadcast_dims,
+    check_int32_sizes,
     collapse_padding,
     collapse_reduction,
     dims,
+    int32_array,
     softmax_params_s8,
     tile,
 )
@@ -64,7 +64,7 @@ F32 = np.float32
 SCHEDULES = {"constant": 0, "step": 1, "warmup": 2}
 
 
-class _TrainOp(_Op):
+class _TrainOp(OpArgs):
     """A training op: its mode, and its tensors by role (int8 mode adds exponent tensors)."""
 
     def __init__(self, graph: Graph, op: Op, batch: int):
@@ -105,8 +105,9 @@ class _TrainOp(_Op):
         return None if ch is None else tuple(int(c) for c in ch)
 
     def call(self, kernel: str, args: Sequence[tuple[str, Arg]],
-             may_alias: tuple[tuple[str, str], ...] = ()) -> KernelCall:
-        return KernelCall(kernel, self.op.name, tuple(args), 0, may_alias)
+             may_alias: tuple[tuple[str, str], ...] = (), inplace: Sequence[str] = ()
+             ) -> KernelCall:
+        return KernelCall(kernel, self.op.name, tuple(args), 0, may_alias, tuple(inplace))
 
 
 # -- argument helpers -----------------------------------------------------------------------------
@@ -132,7 +133,7 @@ def _channels_arg(v: _TrainOp) -> Arg:
     ch = v.channels()
     if ch is None:
         return NullArg("const int32_t *")
-    return ArrayArg(_int32_array("channels", ch))
+    return ArrayArg(int32_array("channels", ch))
 
 
 def _geometry(v: _TrainOp) -> dict[str, Struct]:
@@ -171,7 +172,8 @@ def _mask_grad(v: _TrainOp) -> KernelCall:
     outs = v.outs("dx", "#dx")
     return v.call(f"pe_mask_grad_{v.suffix}", [
         ("size", ScalarArg("int32_t", ins["dy"].size)), *_grad(v, ins, "dy"),
-        ("mask", _t(ins["mask"])), *_grad(v, outs, "dx", True)])
+        ("mask", _t(ins["mask"])), *_grad(v, outs, "dx", True)],
+        inplace=(ins["dy"].name,))           # dx[i] depends on dy[i] only
 
 
 # -- losses -------------------------------------------------------------------------------------------
@@ -226,7 +228,7 @@ def _grad_input_quant(v: _TrainOp, s_w: np.ndarray, n_out: int, taps: int) -> St
     except PockError as err:
         raise v.error(str(err)) from None
     return Struct("pe_grad_input_quant", {
-        "multiplier": _int32_array("multiplier", m), "shift": _int32_array("shift", k),
+        "multiplier": int32_array("multiplier", m), "shift": int32_array("shift", k),
         "prescale_shift": int(b), "output_multiplier": int(m_ref), "output_shift": int(k_ref)})
 
 
@@ -492,7 +494,8 @@ def _grad_add(v: _TrainOp) -> KernelCall:
         raise v.error(f"grad_add of {list(ins['g1'].shape)} and {list(ins['g2'].shape)}")
     return v.call(f"pe_grad_add_{v.suffix}", [
         ("size", ScalarArg("int32_t", outs["g"].size)), *_grad(v, ins, "g1"),
-        *_grad(v, ins, "g2"), *_grad(v, outs, "g", True)])
+        *_grad(v, ins, "g2"), *_grad(v, outs, "g", True)],
+        inplace=(ins["g1"].name, ins["g2"].name))
 
 
 # -- updates --------------------------------------------------------------------------------------------
@@ -652,5 +655,5 @@ def train_kernel_call(graph: Graph, op: Op, batch: int = 1) -> KernelCall:
     view = _TrainOp(graph, op, batch)
     if batch != 1:
         raise view.error("training kernels run one sample per step (batch 1)")
-    _check_int32_sizes(view)
+    check_int32_sizes(view)
     return builder(view)

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import PockError
 from ..ir import Graph
-from ..schedule import Schedule, ScratchRules, lower_bound, parameter_tensors
+from ..schedule import Kernels, Schedule, lower_bound, parameter_tensors
 from ..schedule import schedule as make_schedule
 from ..schedule.lifetimes import LiveBuffer
 from ..schedule.storage import align_up
@@ -166,20 +166,22 @@ def _pack(graph: Graph, names: Sequence[str], pool: str, alignment: int,
 
 
 def plan_memory(graph: Graph, schedule: Schedule | None = None, *, keep_order: bool = False,
-                alignment: int = 16, inplace: bool = True, scratch: ScratchRules | None = None,
+                alignment: int = 16, inplace: bool = True, kernels: Kernels | None = None,
                 updates: str = "auto", iterations: int = 400, seed: int = 0,
                 placements: Sequence[str] | None = None) -> MemoryPlan:
     """Schedule ``graph`` (unless ``schedule`` is given: then its alignment, sharing and
     scratch are used) and place every tensor in its pool.
 
-    keep_order, alignment, inplace, scratch, updates: see ``codegen.schedule.schedule``.
+    kernels: op name -> its kernel call record (scratch, in-place permission, aliases: the
+        lowering stage's choice); without them nothing is shared and no scratch is planned.
+    keep_order, alignment, inplace, updates: see ``codegen.schedule.schedule``.
     iterations, seed: the planner's improvement search (deterministic for a seed).
     placements: the greedy placement orders to try (default: all of ``planner.PLACEMENTS``).
     """
     sched = schedule
     if sched is None:
         sched = make_schedule(graph, keep_order=keep_order, alignment=alignment,
-                              inplace=inplace, scratch=scratch, updates=updates)
+                              inplace=inplace, kernels=kernels, updates=updates)
     elif sched.graph is not graph:
         raise ValueError("the schedule belongs to another graph")
     alignment = sched.alignment

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..backends import BACKENDS, KernelCall
+from ..backends.sources import source_index
 from ..board import Board
 from ..data import TensorSpec
+from ..errors import PockError
 from ..resources import data_dir
 from .device import FIRMWARE_SUFFIX, DeviceData, board_files, data_files, data_records
 from .environment import render
@@ -41,12 +45,50 @@ class RenderedProject:
     identifiers: tuple[str, ...]
 
 
-def runtime_files() -> dict[str, bytes]:
-    """The portable kernels and their headers, as project-relative paths."""
+def runtime_files(calls: Iterable[KernelCall] | None = None) -> dict[str, bytes]:
+    """The kernels the calls need (every kernel without ``calls``) and all kernel headers, as
+    project-relative paths: the closure of the called functions over runtime_c/kernels."""
     root = data_dir("runtime_c") / "kernels"
+    index = source_index(root)
+    if calls is None:
+        needed = sorted(root.rglob("*.c"))
+    else:
+        kernels = sorted({c.kernel for c in calls})
+        missing = index.missing(kernels)
+        if missing:
+            raise ValueError(f"kernels {missing} are defined nowhere in {root}")
+        needed = index.closure(kernels)
+    headers = sorted(root.rglob("*.h"))
     out: dict[str, bytes] = {}
-    for path in sorted(root.glob("*.h")) + sorted((root / "ref").glob("*.[ch]")):
+    for path in headers + needed:
         out[f"{KERNEL_DIR}/{path.relative_to(root).as_posix()}"] = path.read_bytes()
+    return out
+
+
+def third_party_sources(calls: Iterable[KernelCall], runtime: Mapping[str, bytes]
+                        ) -> list[dict[str, Any]]:
+    """For each third-party library the chosen kernels use: its make variable, the checkout
+    (the default the Makefile falls back to), include dirs and the sources the project's
+    kernel files need from it (relative to the checkout), for the Makefile and CMake file."""
+    out = []
+    used = {c.backend for c in calls}
+    for name in sorted(used):
+        tp = BACKENDS[name].third_party if name in BACKENDS else None
+        if tp is None:
+            continue
+        root = tp.root()
+        if root is None:
+            raise PockError(f"backend {name}: " + tp.missing_reason())
+        idents: set[str] = set()
+        for path, text in runtime.items():
+            if path.startswith(f"{KERNEL_DIR}/{BACKENDS[name].kernel_dir}/"):
+                idents |= set(re.findall(r"\b[A-Za-z_]\w*\b", text.decode("utf-8", "replace")))
+        files: set[Path] = set()
+        for d in tp.source_dirs:
+            files.update(source_index(root / d).closure(sorted(idents)))
+        out.append({"var": tp.make_var, "name": tp.name, "root": str(root), "env": tp.env,
+                    "include_dirs": list(tp.include_dirs),
+                    "sources": sorted(f.relative_to(root).as_posix() for f in files)})
     return out
 
 
@@ -71,14 +113,17 @@ def render_project(lowered: Lowered, source: SourceInfo, *, prefix: str = "pe",
     device = board is not None and board.arch != "host"
     builder = RecordBuilder(lowered, prefix)
     ctx = builder.build(source, GENERATOR)
-    runtime = runtime_files()
+    calls = lowered.all_calls()
+    runtime = runtime_files(calls)
+    third_party = third_party_sources(calls, runtime)
     identifiers = list(builder.identifiers)
     model_sources = [f"{prefix}_model.c", f"{prefix}_weights.c"]
     kernel_sources = sorted(p for p in runtime if p.endswith(".c"))
+    kernel_dirs = sorted({str(Path(p).parent) for p in runtime} - {KERNEL_DIR})
     build_ctx = {
         "binary": f"{prefix}_host", "cflags": list(C_FLAGS),
         "sanitize_flags": list(SANITIZE_FLAGS),
-        "include_dirs": [".", KERNEL_DIR, f"{KERNEL_DIR}/ref"],
+        "include_dirs": [".", KERNEL_DIR, *kernel_dirs], "third_party": third_party,
         "model_sources": model_sources, "kernel_sources": kernel_sources,
         "host_sources": ["main_host.c"],
         "cmake_warnings": [f for f in C_FLAGS if f != "-std=c99"],
@@ -155,12 +200,15 @@ def _manifest(lowered: Lowered, source: SourceInfo, prefix: str, ctx: dict[str, 
             "arena_bytes": train.plan.arena_bytes,
             "lower_bound_bytes": train.plan.lower_bound_bytes,
             "steps": len(train.calls),
-            "ops": [{"op": c.op, "kernel": c.kernel, "phase": op_phase(ops[c.op])}
+            "ops": [{"op": c.op, "kernel": c.kernel, "backend": c.backend,
+                     "scratch_bytes": c.scratch_bytes, "phase": op_phase(ops[c.op])}
                     for c in train.calls],
         }
     return {
         "generator": "pockengine", "version": __version__, "prefix": prefix,
-        "board": source.board, "backend": lowered.backend,
+        "board": source.board, "backend": lowered.backend, "chain": list(lowered.chain),
+        "third_party": [{k: t[k] for k in ("name", "var", "env", "sources")}
+                        for t in ctx["third_party"]],
         "model": {"name": source.model_name, "sha256": source.model_sha256,
                   "calibration_sha256": source.calib_sha256},
         "input": {k: ctx["input"][k] for k in ("bytes", "shape", "zero_point")} | {
@@ -181,6 +229,8 @@ def _manifest(lowered: Lowered, source: SourceInfo, prefix: str, ctx: dict[str, 
                    "param_image_bytes": ctx["image_bytes"]},
         "training": training,
         "kernels": ctx["kernels"],
+        "ops": [{"op": c.op, "kernel": c.kernel, "backend": c.backend,
+                 "scratch_bytes": c.scratch_bytes} for c in infer.calls],
         "binary": f"build/{ctx['binary']}",
         "files": files,
     }

@@ -59,16 +59,22 @@ class LoweredGraph:
     graph: Graph
     plan: MemoryPlan
     calls: tuple[KernelCall, ...]
+    lowering: Any = None              # the backends.Lowering the calls were chosen by
 
 
 @dataclass(frozen=True, eq=False)
 class Lowered:
     """What the code generator renders: the inference graph and, with a training spec, the
-    training graph, lowered for one backend."""
+    training graph, lowered along one chain of backends (``backend``: what was asked for,
+    e.g. ``auto``; ``chain``: the backends it resolved to, in order of preference)."""
 
     infer: LoweredGraph
     train: LoweredGraph | None
-    backend: str
+    backend: str = "ref"
+    chain: tuple[str, ...] = ("ref",)
+
+    def all_calls(self) -> list[KernelCall]:
+        return [*self.infer.calls, *(self.train.calls if self.train is not None else ())]
 
 
 @dataclass(frozen=True)
@@ -461,7 +467,8 @@ class RecordBuilder:
         if source.calib_sha256:
             lines.append(f"quantized here; calibration data sha256 {source.calib_sha256}")
         lines.append(f"training: {source.spec}" if source.spec else "training: none")
-        lines.append(f"backend: {self.lowered.backend}, board: {source.board}")
+        lines.append(f"backend: {self.lowered.backend} ({', '.join(self.lowered.chain)}), "
+                     f"board: {source.board}")
         return [comment_text(s) for s in lines]
 
     def _globals(self, ctx: Mapping[str, Any]) -> list[str]:

@@ -7,7 +7,8 @@ that width beyond; it never returns an order worse than the given one, and keeps
 when it is as good. ``keep_order=True`` reproduces ``graph.ops`` exactly.
 
 The cost model (``codegen.schedule.storage``): arena tensors at their aligned sizes, zero-copy
-aliases and in-place writes, and per-op kernel scratch. ``lower_bound(schedule)`` is the largest
+aliases and in-place writes and per-op scratch of the kernels that run the ops (their call
+records). ``lower_bound(schedule)`` is the largest
 number of bytes live at one step; the memory planner (``codegen.memplan``) places the buffers and
 cannot do better than that.
 """
@@ -29,29 +30,24 @@ from .problem import (
     update_mode,
 )
 from .storage import (
-    ALIAS_OPS,
-    INPLACE_OPS,
-    SCRATCH_RULES,
-    ScratchFn,
-    ScratchRules,
+    KernelFacts,
+    Kernels,
     align_up,
     inplace_candidates,
     is_arena_tensor,
+    kernel_aliases,
     mutated_tensors,
     parameter_tensors,
     scratch_bytes,
 )
 
 __all__ = [
-    "ALIAS_OPS",
-    "INPLACE_OPS",
-    "SCRATCH_RULES",
     "UPDATE_MODES",
+    "KernelFacts",
+    "Kernels",
     "LiveBuffer",
     "Problem",
     "Schedule",
-    "ScratchFn",
-    "ScratchRules",
     "Sharing",
     "align_up",
     "build_problem",
@@ -60,6 +56,7 @@ __all__ = [
     "is_backward_op",
     "is_topological",
     "is_update_op",
+    "kernel_aliases",
     "lower_bound",
     "mutated_tensors",
     "order_edges",
@@ -76,14 +73,15 @@ SEARCH_BUDGET = 300_000
 
 
 def schedule(graph: Graph, *, keep_order: bool = False, alignment: int = 16,
-             inplace: bool = True, scratch: ScratchRules | None = None,
+             inplace: bool = True, kernels: Kernels | None = None,
              updates: str = "auto", max_states: int | None = None) -> Schedule:
     """Order ``graph.ops`` for minimal peak arena bytes; lifetimes of the arena buffers.
 
     keep_order: use graph.ops as given (no search).
     alignment: buffer sizes are rounded up to this (a power of two).
-    inplace: allow zero-copy aliases (reshape) and in-place elementwise ops (storage.py).
-    scratch: per-op-type kernel scratch functions (default ``SCRATCH_RULES``: none).
+    inplace: allow the zero-copy aliases and in-place writes the kernels permit (storage.py).
+    kernels: op name -> the facts of its kernel call (scratch bytes, in-place permission,
+        aliases), from the lowering stage; None: nothing shared, no scratch.
     updates: "free" (data flow and read/write hazards only), "anchored" (update ops keep the
         builder's order relative to each other and to the backward ops) or "auto": anchored
         for a training graph built with ``reorder=False``, free otherwise
@@ -92,7 +90,7 @@ def schedule(graph: Graph, *, keep_order: bool = False, alignment: int = 16,
         derived from ``SEARCH_BUDGET`` and the graph size.
     """
     t0 = time.perf_counter()
-    p = build_problem(graph, alignment=alignment, inplace=inplace, scratch_rules=scratch,
+    p = build_problem(graph, alignment=alignment, inplace=inplace, kernels=kernels,
                       updates=updates)
     given = list(range(p.n))
     given_peak = peak_of(p, given)

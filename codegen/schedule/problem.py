@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from ..ir import Graph, Op, Role
 from ..ir.ops import TRAINING_OP_SPECS, UPDATE_OPS
 from .storage import (
-    ALIAS_OPS,
-    ScratchRules,
+    Kernels,
     align_up,
     inplace_candidates,
     is_arena_tensor,
+    kernel_aliases,
     parameter_tensors,
     scratch_bytes,
 )
@@ -155,8 +155,7 @@ class Problem:
 
 
 def build_problem(graph: Graph, *, alignment: int = 16, inplace: bool = True,
-                  scratch_rules: ScratchRules | None = None,
-                  updates: str = "auto") -> Problem:
+                  kernels: Kernels | None = None, updates: str = "auto") -> Problem:
     if alignment < 1 or alignment & (alignment - 1):
         raise ValueError(f"alignment must be a power of two, got {alignment}")
     ops = graph.ops
@@ -177,8 +176,7 @@ def build_problem(graph: Graph, *, alignment: int = 16, inplace: bool = True,
     aliased: set[str] = set()
     if inplace:
         for i, op in enumerate(ops):
-            if op.type in ALIAS_OPS and op.inputs and op.outputs:
-                x, y = op.inputs[0], op.outputs[0]
+            for x, y in kernel_aliases(op, kernels):
                 if x in arena and y in arena and x != y and y not in graph.inputs \
                         and graph.tensors[x].nbytes == graph.tensors[y].nbytes:
                     parent[find(y)] = find(x)
@@ -226,11 +224,11 @@ def build_problem(graph: Graph, *, alignment: int = 16, inplace: bool = True,
             y = op.outputs[0]
             h = group_of[y]
             if birth[h] == i:
-                for x in inplace_candidates(graph, op):
+                for x in inplace_candidates(graph, op, kernels):
                     if x in arena and group_of[x] != h and size[group_of[x]] == size[h]:
                         cands.append((group_of[x], h, x, y))
         candidates.append(tuple(cands))
-    scratch = [align_up(scratch_bytes(graph, op, scratch_rules), alignment) for op in ops]
+    scratch = [align_up(scratch_bytes(op, kernels), alignment) for op in ops]
     pred_sets = order_edges(graph, updates)
     preds = [sum(1 << p for p in s) for s in pred_sets]
     succs: list[list[int]] = [[] for _ in ops]

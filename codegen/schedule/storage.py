@@ -11,35 +11,40 @@ Three memory pools (DESIGN.md):
 - **arena** (RAM, reused over time): every other tensor — graph inputs, activations, gradients,
   activation masks — plus kernel scratch.
 
-Storage sharing (decided per schedule, see ``codegen.schedule.lifetimes``):
+Storage sharing and scratch are facts of the *kernel* that runs an op, not of the op type: they
+come from the kernel call records of the lowering stage (``codegen.backends``), which runs before
+scheduling. The scheduler takes them as ``kernels``: op name -> an object with
+:class:`KernelFacts`' attributes (a ``KernelCall`` is one):
 
-- ``ALIAS_OPS`` — zero copy: the output *is* the input's bytes (reshape, reshape_grad). Always
-  applied when the input is an arena tensor of the same size; the two tensors then form one
+- ``may_alias`` — ``(input, output)`` pairs that are zero copy: the output *is* the input's bytes
+  (reshape). Applied when both are arena tensors of the same size; the two tensors then form one
   buffer that lives as long as either is used.
-- ``INPLACE_OPS`` — the kernel may write its output over an input it reads element by element
-  (``out[i]`` depends only on ``in[i]`` of each input): relu, relu6, mask_grad, add, mul,
-  grad_add. Applied at a step when an input of exactly the output's shape and dtype dies at
-  that op (no later reader, not a graph output). Kernels for these ops must therefore accept
-  ``out == in`` (and must not assume ``restrict``).
+- ``inplace`` — inputs the kernel may write its output over (it reads them element by element,
+  or row by row ahead of its writes). Applied at a step when such an input of exactly the output's
+  size and dtype dies at that op (no later reader, not a graph output).
+- ``scratch_bytes`` — temporary memory the kernel needs during its step (CMSIS-NN's im2col and
+  kernel-sum buffers...), planned into the arena at that step like any buffer.
 
-Kernel scratch: ``SCRATCH_RULES`` maps an op type to a function ``(graph, op) -> bytes`` of
-temporary memory the kernel needs during its step (counted in the arena at that step). The
-portable reference kernels need none, so the table starts empty; a backend passes its own table
-(e.g. CMSIS-NN's im2col buffer sizes) to ``schedule()`` / ``plan_memory()``.
+An op without facts (``kernels`` None, or no entry) shares nothing and needs no scratch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 from ..ir import Graph, Op, Role
 
-ALIAS_OPS: tuple[str, ...] = ("reshape", "reshape_grad")
-INPLACE_OPS: tuple[str, ...] = ("relu", "relu6", "mask_grad", "add", "mul", "grad_add")
 
-ScratchFn = Callable[[Graph, Op], int]
-ScratchRules = Mapping[str, ScratchFn]
-SCRATCH_RULES: dict[str, ScratchFn] = {}
+class KernelFacts(Protocol):
+    """What the scheduler and planner need to know of the kernel that runs an op."""
+
+    scratch_bytes: int
+    inplace: tuple[str, ...]
+    may_alias: tuple[tuple[str, str], ...]
+
+
+Kernels = Mapping[str, KernelFacts]
 
 
 def align_up(n: int, alignment: int) -> int:
@@ -84,20 +89,28 @@ def is_arena_tensor(graph: Graph, name: str, params: set[str]) -> bool:
     return t is not None and not t.is_const and name not in params and t.nbytes > 0
 
 
-def scratch_bytes(graph: Graph, op: Op, rules: ScratchRules | None = None) -> int:
-    """Kernel scratch of ``op`` in bytes (0 when the table has no rule for its type)."""
-    fn = (SCRATCH_RULES if rules is None else rules).get(op.type)
-    return max(0, int(fn(graph, op))) if fn is not None else 0
+def scratch_bytes(op: Op, kernels: Kernels | None) -> int:
+    """Kernel scratch of ``op`` in bytes (0 without facts)."""
+    facts = kernels.get(op.name) if kernels is not None else None
+    return max(0, int(facts.scratch_bytes)) if facts is not None else 0
 
 
-def inplace_candidates(graph: Graph, op: Op) -> list[str]:
-    """Inputs ``op``'s first output may overwrite (same shape and dtype), per INPLACE_OPS."""
-    if op.type not in INPLACE_OPS or not op.outputs:
+def kernel_aliases(op: Op, kernels: Kernels | None) -> tuple[tuple[str, str], ...]:
+    """(input, output) pairs of ``op`` that may share their bytes (zero copy)."""
+    facts = kernels.get(op.name) if kernels is not None else None
+    return tuple(facts.may_alias) if facts is not None else ()
+
+
+def inplace_candidates(graph: Graph, op: Op, kernels: Kernels | None) -> list[str]:
+    """Inputs ``op``'s first output may overwrite: those its kernel allows that have the
+    output's shape and dtype."""
+    facts = kernels.get(op.name) if kernels is not None else None
+    if facts is None or not facts.inplace or not op.outputs:
         return []
     out = graph.tensors[op.outputs[0]]
     seen: list[str] = []
-    for name in op.inputs:
-        t = graph.tensors.get(name) if name else None
+    for name in facts.inplace:
+        t = graph.tensors.get(name) if name in op.inputs else None
         if t is not None and t.shape == out.shape and t.dtype == out.dtype and name not in seen:
             seen.append(name)
     return seen

@@ -82,6 +82,7 @@ class TrainSpec:
     accumulate: int = 1
     source: str = "<spec>"
     backward_given: bool = True   # False: the spec did not say (a board's default may apply)
+    kernels: tuple[tuple[str, str], ...] = ()   # (op name, backend) pins of single layers
 
     def with_default_backward(self, mode: str) -> TrainSpec:
         """This spec with backward ``mode`` (a board's default) if the spec did not choose one.
@@ -115,7 +116,7 @@ def _err(source: str, msg: str) -> SpecError:
 _OPTIMIZER_KEYS = {f for f in Optimizer.__dataclass_fields__}
 _SCHEDULE_KEYS = {f for f in Schedule.__dataclass_fields__}
 _TOP_KEYS = {"loss", "trainable", "optimizer", "schedule", "backward", "master_weights",
-             "accumulate"}
+             "accumulate", "kernels"}
 
 
 def _number(source: str, key: str, v: Any, lo: float | None = None, integer: bool = False):
@@ -224,7 +225,11 @@ def spec_from_dict(d: Any, source: str = "<spec>") -> TrainSpec:
     if master not in MASTER_WEIGHTS:
         raise _err(source, f"master_weights must be none, fp32 or int32, got {master!r}")
     acc = _number(source, "accumulate", d.get("accumulate", 1), 1, integer=True)
-    return TrainSpec(loss=loss, trainable=tuple(_rule(source, r) for r in tr),
+    pins = d.get("kernels") or {}
+    if not isinstance(pins, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                             for k, v in pins.items()):
+        raise _err(source, "kernels must map op names to backends, e.g. {conv_12: ref}")
+    return TrainSpec(kernels=tuple(sorted(pins.items())),loss=loss, trainable=tuple(_rule(source, r) for r in tr),
                      optimizer=_optimizer(source, d.get("optimizer", {})),
                      schedule=_schedule(source, d.get("schedule", {})),
                      backward=backward, master_weights=master, accumulate=acc, source=source,

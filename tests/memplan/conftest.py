@@ -33,3 +33,17 @@ def load():
         return cache[name]
 
     return get
+
+
+def ref_kernels(g) -> dict:
+    """op name -> the ref backend's call record (the facts the planner reads)."""
+    from codegen.backends import kernel_calls
+
+    return {c.op: c for c in kernel_calls(g)}
+
+
+def plan_ref(g, *args, **kw):
+    """plan_memory with the ref kernels' facts, as `pockengine plan` (host) plans."""
+    from codegen.memplan import plan_memory
+
+    return plan_memory(g, *args, kernels=ref_kernels(g), **kw)

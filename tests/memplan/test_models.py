@@ -13,13 +13,13 @@ from codegen.ir import Role
 from codegen.memplan import MemoryPlan, check_budget, plan_memory, plot_plan
 from codegen.schedule import lower_bound, schedule
 
-from .conftest import MODELS, TFLM_HEAD
+from .conftest import MODELS, TFLM_HEAD, plan_ref, ref_kernels
 
 
 @pytest.mark.parametrize("name", MODELS)
 def test_inference_plan_quality(name: str, load) -> None:
     g = load(name)
-    plan = plan_memory(g)
+    plan = plan_ref(g)
     plan.verify()
     assert plan.lower_bound_bytes == lower_bound(plan.schedule) > 0
     assert plan.lower_bound_bytes <= plan.arena_bytes <= 1.05 * plan.lower_bound_bytes
@@ -38,25 +38,25 @@ def test_inference_plan_quality(name: str, load) -> None:
 
 
 def test_kws_meets_tflm_exactly(load) -> None:
-    plan = plan_memory(load("kws_ref_model.tflite"))
+    plan = plan_ref(load("kws_ref_model.tflite"))
     assert plan.arena_bytes == plan.lower_bound_bytes == 16_000
 
 
 def test_resnet_adds_write_in_place(load) -> None:
     g = load("pretrainedResnet_quant.tflite")
-    plan = plan_memory(g)
+    plan = plan_ref(g)
     inplace = [sh for sh in plan.schedule.sharing if sh.kind == "inplace"]
     assert {g.op_by_name(sh.op).type for sh in inplace} <= {"add", "relu", "relu6"}
     assert inplace
     for sh in plan.schedule.sharing:
         assert plan.offset(sh.output) == plan.offset(sh.input)
-    without = plan_memory(g, inplace=False)
+    without = plan_ref(g, inplace=False)
     assert without.lower_bound_bytes >= plan.lower_bound_bytes
 
 
 def test_json_contract(load) -> None:
     g = load("vww_96_int8.tflite")
-    plan = plan_memory(g)
+    plan = plan_ref(g)
     doc = json.loads(json.dumps(plan.to_json()))
     for key in ("peak_bytes", "lower_bound_bytes", "pools", "schedule"):
         assert key in doc
@@ -76,7 +76,7 @@ def test_json_contract(load) -> None:
 
 def test_keep_order_and_given_schedule(load) -> None:
     g = load("pretrainedResnet_quant.tflite")
-    s = schedule(g, keep_order=True)
+    s = schedule(g, keep_order=True, kernels=ref_kernels(g))
     plan = plan_memory(g, s)
     assert plan.schedule is s
     assert [op.name for op in plan.schedule.ops] == [op.name for op in g.ops]
@@ -86,7 +86,7 @@ def test_keep_order_and_given_schedule(load) -> None:
 
 @pytest.mark.parametrize("alignment", [4, 64])
 def test_alignment_is_configurable(alignment: int, load) -> None:
-    plan = plan_memory(load("pretrainedResnet_quant.tflite"), alignment=alignment)
+    plan = plan_ref(load("pretrainedResnet_quant.tflite"), alignment=alignment)
     plan.verify()
     assert plan.alignment == alignment
     assert all(p.offset % alignment == 0 for p in plan.offsets.values())
@@ -96,15 +96,19 @@ def test_alignment_is_configurable(alignment: int, load) -> None:
 def test_kernel_scratch_is_counted_in_the_arena(load) -> None:
     g = load("kws_ref_model.tflite")
 
-    def im2col(graph, op):                   # e.g. a CMSIS-NN-like conv buffer
-        w = graph.tensors[op.inputs[1]]
+    from dataclasses import replace
+
+    def im2col(op):                          # e.g. a CMSIS-NN-like conv buffer
+        w = g.tensors[op.inputs[1]]
         return 2 * w.shape[1] * w.shape[2] * w.shape[3]
 
-    plan = plan_memory(g, scratch={"conv2d": im2col})
+    calls = {op.name: replace(c, scratch_bytes=im2col(op)) if op.type == "conv2d" else c
+             for op, c in ((g.op_by_name(n), c) for n, c in ref_kernels(g).items())}
+    plan = plan_memory(g, kernels=calls)      # scratch comes from the records
     plan.verify()
     scratch = plan.scratch_offsets()
     assert set(scratch) == {op.name for op in g.ops if op.type == "conv2d"}
-    base = plan_memory(g)
+    base = plan_ref(g)
     assert plan.lower_bound_bytes > base.lower_bound_bytes
     assert plan.arena_bytes <= 1.05 * plan.lower_bound_bytes
     for pb in plan.buffers:
@@ -114,7 +118,7 @@ def test_kernel_scratch_is_counted_in_the_arena(load) -> None:
 
 
 def test_budget_check_message(load) -> None:
-    plan = plan_memory(load("vww_96_int8.tflite"))
+    plan = plan_ref(load("vww_96_int8.tflite"))
     assert check_budget(plan, 256 * 1024) is plan
     with pytest.raises(PockError) as e:
         check_budget(plan, 32 * 1024)
@@ -132,7 +136,7 @@ def _plan_with_params(load) -> MemoryPlan:
     last = g.ops[-1]
     g.metadata["training"] = {"parameters": [{"tensor": last.inputs[1]},
                                              {"tensor": last.inputs[2]}]}
-    return plan_memory(g)
+    return plan_ref(g)
 
 
 def test_parameter_pool(load) -> None:
@@ -160,10 +164,10 @@ def test_plot_svg(tmp_path, load) -> None:
 
 def test_plot_png(tmp_path, load) -> None:
     pytest.importorskip("matplotlib", reason="PNG plots need matplotlib (SVG does not)")
-    path = plot_plan(plan_memory(load("pretrainedResnet_quant.tflite")), tmp_path / "p.png")
+    path = plot_plan(plan_ref(load("pretrainedResnet_quant.tflite")), tmp_path / "p.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_plot_rejects_unknown_format(tmp_path, load) -> None:
     with pytest.raises(PockError, match="svg or .png"):
-        plot_plan(plan_memory(load("ad01_int8.tflite")), tmp_path / "plan.pdf")
+        plot_plan(plan_ref(load("ad01_int8.tflite")), tmp_path / "plan.pdf")

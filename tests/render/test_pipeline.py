@@ -11,14 +11,16 @@ from codegen.render import Lowered
 
 def test_stages_in_order_and_alone(tmp_path, digits_graph):
     assert [name for name, _ in pipeline.STAGES] == [
-        "load", "quantize", "training_graph", "plan", "lower", "embed", "render", "write",
+        "load", "quantize", "training_graph", "lower", "plan", "embed", "render", "write",
         "build", "run", "run_device"]
     src = pipeline.quantize(pipeline.load(digits_graph), None)   # int8: passes through
     assert src.graph is digits_graph and len(src.sha256) == 64
     tg = pipeline.training_graph(src.graph, "bias:last2")
     verify(tg)
-    infer = pipeline.lower(src.graph, pipeline.plan(src.graph))
-    train = pipeline.lower(tg, pipeline.plan(tg))
+    lowerings = [pipeline.lower(g) for g in (src.graph, tg)]      # records before the plan
+    assert all(c.backend == "ref" for lw in lowerings for c in lw.calls.values())
+    infer, train = (pipeline.lowered_graph(lw.graph, lw, pipeline.plan(lw.graph, lw))
+                    for lw in lowerings)
     assert [c.op for c in train.calls] == [op.name for op in train.plan.schedule.ops]
     rendered = pipeline.render(Lowered(infer, train, "ref"), src, prefix="dg")
     assert "dg_model.c" in rendered.files and not list(tmp_path.iterdir())

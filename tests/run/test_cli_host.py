@@ -21,7 +21,8 @@ def test_compile_build_infer_host(tmp_path, capsys):
     assert (out / "kws_model.h").is_file()
     assert main(["build", str(out), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["flash_bytes"] > 50_000 and info["sram_bytes"] >= info["arena_bytes"] > 0
+    assert info["flash_bytes"] > info["constant_bytes"] > 20_000     # the weights are in flash
+    assert info["sram_bytes"] >= info["arena_bytes"] > 0
     assert (out / "build" / "kws_host").is_file()
     # a second compile into the same (pockengine) directory is fine; a foreign one is not
     assert main(["compile", str(model), "--board", "host", "-o", str(out)]) == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -109,3 +110,27 @@ def training_step(reorder: bool = True) -> Graph:
                               "parameters": [{"tensor": "w"}, {"tensor": "w2"}],
                               "state": [{"tensor": "step"}]}
     return g
+
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Kernel facts as a call record carries them (codegen.schedule.storage.KernelFacts)."""
+
+    scratch_bytes: int = 0
+    inplace: tuple[str, ...] = ()
+    may_alias: tuple[tuple[str, str], ...] = ()
+
+
+def toy_kernels(g: Graph) -> dict[str, Facts]:
+    """Kernel facts for the synthetic graphs, as the ref kernels of these op types have them:
+    reshape aliases its input, relu / add / grad_add / mask_grad may write over an input."""
+    out = {}
+    for op in g.ops:
+        if op.type in ("reshape", "reshape_grad"):
+            out[op.name] = Facts(may_alias=((op.inputs[0], op.outputs[0]),))
+        elif op.type in ("relu", "add", "grad_add", "mask_grad"):
+            out[op.name] = Facts(inplace=tuple(n for n in op.inputs if n))
+        else:
+            out[op.name] = Facts()
+    return out

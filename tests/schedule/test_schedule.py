@@ -15,7 +15,7 @@ from codegen.schedule import (
     schedule,
 )
 
-from .graphs import random_dag, training_step
+from .graphs import random_dag, toy_kernels, training_step
 
 
 def _topological_orders(g: Graph):
@@ -92,7 +92,7 @@ def reference_live(g: Graph, order: list[int], alignment: int = 1,
 @given(st.integers(0, 10**6), st.sampled_from([1, 16]), st.booleans())
 def test_exact_on_small_dags(seed: int, alignment: int, inplace: bool) -> None:
     g = random_dag(seed)
-    s = schedule(g, alignment=alignment, inplace=inplace)
+    s = schedule(g, kernels=toy_kernels(g), alignment=alignment, inplace=inplace)
     order = [g.ops.index(op) for op in s.ops]
     assert sorted(order) == list(range(len(g.ops)))
     ref = reference_live(g, order, alignment, inplace)
@@ -108,7 +108,7 @@ def test_exact_on_small_dags(seed: int, alignment: int, inplace: bool) -> None:
 @given(st.integers(0, 10**6))
 def test_buffers_account_for_every_live_byte(seed: int) -> None:
     g = random_dag(seed, n_ops=10)
-    s = schedule(g)
+    s = schedule(g, kernels=toy_kernels(g))
     for k, live in enumerate(s.live_bytes):
         assert live == sum(b.size for b in s.buffers if b.first <= k <= b.last)
     for t, (first, last) in s.lifetimes.items():
@@ -123,7 +123,7 @@ def test_buffers_account_for_every_live_byte(seed: int) -> None:
 def test_keep_order_reproduces_graph_ops() -> None:
     for seed in range(20):
         g = random_dag(seed, n_ops=9)
-        s = schedule(g, keep_order=True)
+        s = schedule(g, kernels=toy_kernels(g), keep_order=True)
         assert [op.name for op in s.ops] == [op.name for op in g.ops]
         assert s.peak == s.given_peak == max(reference_live(g, list(range(len(g.ops))), 16))
 
@@ -131,7 +131,7 @@ def test_keep_order_reproduces_graph_ops() -> None:
 def test_beam_never_worse_than_given_order() -> None:
     for seed in range(30):
         g = random_dag(seed, n_ops=14)
-        s = schedule(g, max_states=2)
+        s = schedule(g, kernels=toy_kernels(g), max_states=2)
         assert s.peak <= s.given_peak
         assert is_topological_names(g, [op.name for op in s.ops])
 
@@ -148,16 +148,20 @@ def is_topological_names(g: Graph, names: list[str]) -> bool:
 
 def test_inplace_and_alias_are_reported() -> None:
     g = random_dag(3, n_ops=7)
-    s = schedule(g)
+    s = schedule(g, kernels=toy_kernels(g))
     for sh in s.sharing:
         assert s.buffer_of[sh.output] == s.buffer_of[sh.input]
 
 
 def test_scratch_counts_at_its_step() -> None:
     g = random_dag(11, n_ops=6)
-    rules = {"concat": lambda graph, op: 100}
-    plain = schedule(g, keep_order=True)
-    s = schedule(g, keep_order=True, scratch=rules)
+    from dataclasses import replace
+
+    plain_calls = toy_kernels(g)
+    calls = {name: replace(c, scratch_bytes=100) if g.op_by_name(name).type == "concat" else c
+             for name, c in plain_calls.items()}
+    plain = schedule(g, kernels=plain_calls, keep_order=True)
+    s = schedule(g, kernels=calls, keep_order=True)
     for k, op in enumerate(s.ops):
         extra = 112 if op.type == "concat" else 0
         assert s.live_bytes[k] == plain.live_bytes[k] + extra
@@ -181,7 +185,7 @@ def _pos(s, name: str) -> int:
 def test_updates_after_every_reader_of_their_parameter(reorder: bool) -> None:
     g = training_step(reorder)
     for mode in ("auto", "free", "anchored"):
-        s = schedule(g, updates=mode)
+        s = schedule(g, kernels=toy_kernels(g), updates=mode)
         assert _pos(s, "w2_update") > max(_pos(s, "fc2"), _pos(s, "fc2_gi"))
         assert _pos(s, "w_update") > _pos(s, "fc1")
         assert _pos(s, "step_counter") == len(g.ops) - 1
@@ -191,10 +195,10 @@ def test_updates_after_every_reader_of_their_parameter(reorder: bool) -> None:
 
 def test_anchored_keeps_builder_order_of_updates() -> None:
     g = training_step(reorder=False)
-    s = schedule(g)                       # auto: reorder=False -> anchored
+    s = schedule(g, kernels=toy_kernels(g))       # auto: reorder=False -> anchored
     assert s.stats["updates"] == "anchored"
     assert [op.name for op in s.ops][-3:] == ["w2_update", "w_update", "step_counter"]
-    free = schedule(g, updates="free")
+    free = schedule(g, kernels=toy_kernels(g), updates="free")
     assert free.peak <= s.peak
     edges = order_edges(g, "anchored")
     ops = [op.name for op in g.ops]
@@ -202,8 +206,9 @@ def test_anchored_keeps_builder_order_of_updates() -> None:
 
 
 def test_reordered_training_step_is_lower() -> None:
-    with_reorder = schedule(training_step(True))
-    without = schedule(training_step(False))
+    g_re, g_no = training_step(True), training_step(False)
+    with_reorder = schedule(g_re, kernels=toy_kernels(g_re))
+    without = schedule(g_no, kernels=toy_kernels(g_no))
     assert with_reorder.stats["updates"] == "free"
     assert with_reorder.peak < without.peak
 
@@ -213,6 +218,6 @@ def test_order_is_topological_under_all_constraints() -> None:
 
     for reorder in (True, False):
         g = training_step(reorder)
-        s = schedule(g)
-        p = build_problem(g)
+        s = schedule(g, kernels=toy_kernels(g))
+        p = build_problem(g, kernels=toy_kernels(g))
         assert is_topological(p, [g.ops.index(op) for op in s.ops])
