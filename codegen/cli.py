@@ -80,7 +80,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
 
         (y,) = golden.run(graph, x)[:1]
     else:
-        y, res, chain = _infer_on_board(graph, x, args.engine, args.timeout, args.backend)
+        y, res, chain = _infer_on_board(graph, x, args.engine, args.timeout, args.backend,
+                                        not args.no_measure)
         summary["chain"] = chain
         summary["instructions"] = res.instructions
     np.save(out, y)
@@ -97,7 +98,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
     return 0
 
 
-def _infer_on_board(graph, x, engine: str, timeout: float | None, backend: str = "auto"):
+def _infer_on_board(graph, x, engine: str, timeout: float | None, backend: str = "auto",
+                    measure: bool = True):
     """pe_infer on a board's emulator: the inputs embedded as the eval split, the outputs
     printed by the firmware; returns (outputs, the run's result, the backend chain)."""
     import tempfile
@@ -114,7 +116,8 @@ def _infer_on_board(graph, x, engine: str, timeout: float | None, backend: str =
                         "a device board)")
     with tempfile.TemporaryDirectory(prefix="pockengine-infer-") as tmp:
         proj = compile_model(graph, board=board.name, out_dir=Path(tmp) / board.name,
-                             evals=(x, None), print_outputs=True, backend=backend)
+                             evals=(x, None), print_outputs=True, backend=backend,
+                             measure=measure)
         res = run_device(proj, build=build_project(proj), timeout=timeout or DEFAULT_TIMEOUT)
         shape = proj.manifest["output"]["shape"][1:]
     y = np.stack([np.frombuffer(res.outputs[i], np.int8).reshape(shape)
@@ -142,7 +145,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     r = fit_model(args.model, args.train, args.data, args.eval, epochs=args.epochs,
                   engine=args.engine, calib=calib, seed=args.seed, shuffle=not args.no_shuffle,
                   progress=progress, profile_ops=args.profile_ops, timeout=args.timeout,
-                  keep_dir=args.keep, board=args.board, backend=args.backend)
+                  keep_dir=args.keep, board=args.board, backend=args.backend,
+                  measure=not args.no_measure)
     if out is not None:
         from .frontend import save_model
 
@@ -178,12 +182,14 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from .backends import chain_for
     from .data import load_npz
     from .fit import prepare_model
     from .memplan import plot_plan
     from .pipeline import (
         check_device_budget,
         check_pins,
+        kernel_costs,
         plan_lowered,
         resolve_board,
         resolve_spec,
@@ -193,7 +199,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     calib = load_npz(args.calib)[0] if args.calib else None
     graph = prepare_model(args.model, calib, None)
     board = resolve_board(args.board) if args.board else None
-    infer = plan_lowered(graph, board, args.backend)
+    cost = kernel_costs(graph, board, chain_for(board, args.backend),
+                        measure=not args.no_measure)
+    infer = plan_lowered(graph, board, args.backend, cost=cost)
     target, train, unordered = infer, None, None
     if args.train:
         from .train import build_training_graph
@@ -202,9 +210,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         pins = dict(spec.kernels or {})
         tg = training_graph(graph, spec)
         check_pins(pins, graph, tg)
-        train = target = plan_lowered(tg, board, args.backend, pins)
+        train = target = plan_lowered(tg, board, args.backend, pins, cost)
         unordered = plan_lowered(build_training_graph(graph, spec, reorder=False), board,
-                                 args.backend, pins).plan
+                                 args.backend, pins, cost).plan
     plan = target.plan
     result = plan.to_json()
     result["backend"] = {"requested": args.backend, "chain": list(target.lowering.chain)}
@@ -250,7 +258,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     proj = compile_model(args.model, board=args.board, spec=args.train, calib=calib,
                          out_dir=args.output, prefix=args.prefix, backend=args.backend,
                          force=args.force, data=args.data, evals=args.eval,
-                         epochs=args.epochs, seed=args.seed, shuffle=not args.no_shuffle)
+                         epochs=args.epochs, seed=args.seed, shuffle=not args.no_shuffle,
+                         measure=not args.no_measure)
     m = proj.manifest
     if args.json:
         print(json.dumps({"dir": str(proj.dir), **m}))
@@ -369,6 +378,9 @@ def _backend_option(sp: argparse.ArgumentParser) -> None:
                     help="kernel backend chain: auto (the board's default: cmsis-nn on cores "
                     "with DSP/MVE when CMSIS-NN is checked out, else ref), ref (portable C), "
                     "or a backend first with ref for the ops it does not take")
+    sp.add_argument("--no-measure", action="store_true",
+                    help="choose among candidate kernels by the static cost model instead of "
+                    "measuring them on the board's emulator (measurements are cached)")
 
 
 def build_parser() -> argparse.ArgumentParser:

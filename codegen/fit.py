@@ -83,7 +83,7 @@ def fit_model(model: str | Path | Graph, spec: Any,
               progress: Callable[[int, int, float], None] | None = None,
               profile_ops: bool = False, timeout: float | None = None,
               keep_dir: str | Path | None = None, board: str | None = None,
-              backend: str = "auto") -> dict[str, Any]:
+              backend: str = "auto", measure: bool = True) -> dict[str, Any]:
     """Fine-tune `model` on `train` with the training `spec` on `engine`; evaluate on `evals`.
 
     Samples are visited one per step, in a fresh `numpy.random.default_rng(seed)` permutation
@@ -135,7 +135,8 @@ def fit_model(model: str | Path | Graph, spec: Any,
         res, before, after, t1, t2, extra = _fit_board(
             target, graph, spec, tg, state, x_tr, t_tr,
             (x_ev, t_ev) if evals is not None else None, epochs, seed, shuffle, progress,
-            profile_ops=profile_ops, timeout=timeout, keep_dir=keep_dir, backend=backend)
+            profile_ops=profile_ops, timeout=timeout, keep_dir=keep_dir, backend=backend,
+            measure=measure)
     elif engine == "host":
         res, before, after, t1, t2 = _fit_host(graph, spec, tg, state, x_tr, t_tr,
                                                (x_ev, t_ev) if evals is not None else None,
@@ -225,7 +226,7 @@ def _fit_board(board: Any, graph: Graph, spec: Any, tg: Graph, state: Any, x_tr:
                t_tr: np.ndarray, evals: tuple[np.ndarray, np.ndarray] | None, epochs: int,
                seed: int, shuffle: bool, progress: Callable[[int, int, float], None] | None,
                *, profile_ops: bool, timeout: float | None, keep_dir: str | Path | None,
-               backend: str = "auto"
+               backend: str = "auto", measure: bool = True
                ) -> tuple[dict[str, Any], dict, dict, float, float, dict[str, Any]]:
     """fit on a board's emulator: compile with the data embedded, build, run, read back."""
     import hashlib
@@ -239,7 +240,8 @@ def _fit_board(board: Any, graph: Graph, spec: Any, tg: Graph, state: Any, x_tr:
         out = Path(keep_dir) if keep_dir is not None else Path(tmp) / board.name
         proj = compile_model(graph, board=board.name, spec=spec, out_dir=out,
                              data=(x_tr, t_tr), evals=evals, epochs=epochs, seed=seed,
-                             shuffle=shuffle, force=keep_dir is not None, backend=backend)
+                             shuffle=shuffle, force=keep_dir is not None, backend=backend,
+                             measure=measure)
         fw = build_project(proj, profile_ops=profile_ops)
         t1 = time.perf_counter()
         try:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .backends import Lowering
+from .backends import Lowering, chain_for
 from .errors import PockError
 from .ir import Graph
 from .memplan import MemoryPlan, plan_memory
@@ -102,7 +102,7 @@ def lower(graph: Graph, board: Any = None, backend: str = "auto",
     """Stage 4: one kernel call record per op, along the board's chain of backends
     (``backend``: auto | ref | cmsis-nn | ...; ``pins``: op name -> backend). The records carry
     the scratch and in-place facts the planner reads."""
-    from .backends import chain_for, lower_graph
+    from .backends import lower_graph
 
     chain = chain_for(board if not isinstance(board, str) else resolve_board(board), backend)
     present = {op.name for op in graph.ops}
@@ -175,7 +175,8 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
                   calib: np.ndarray | str | Path | None = None, out_dir: str | Path,
                   prefix: str = "pe", backend: str = "auto", force: bool = False,
                   data: Any = None, evals: Any = None, epochs: int = 1, seed: int = 0,
-                  shuffle: bool = True, print_outputs: bool = False) -> Project:
+                  shuffle: bool = True, print_outputs: bool = False,
+                  measure: bool = True) -> Project:
     """Model (float models are quantized first with ``calib``) -> C project in ``out_dir``.
 
     With a training ``spec`` the training graph is planned and lowered too (``pe_train_step``);
@@ -185,7 +186,12 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     backward mode applies when the spec does not choose one; ``data`` / ``evals`` (.npz paths,
     mappings with x/y, or (x, y) tuples) are fitted to the model (int8) and embedded in flash
     with the sample order of ``epochs`` epochs (``seed``, ``shuffle``: as ``fit``); the SRAM
-    and flash the firmware will need are checked against the board's budget."""
+    and flash the firmware will need are checked against the board's budget.
+
+    Where the chain offers several kernels for an op, the cheapest is chosen: by instructions
+    measured on the board's emulator (``measure``; cached, see ``backends.cost``), else by the
+    static cost model; when the choice does not fit the budget, kernels with less scratch are
+    tried before giving up."""
     from .render.names import check_prefix
 
     b = resolve_board(board)
@@ -197,11 +203,10 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     tg = training_graph(source.graph, spec)
     pins = dict(getattr(spec, "kernels", None) or {})
     check_pins(pins, source.graph, tg)
-    from .backends import chain_for
-
     chain = chain_for(b, backend)
-    infer = plan_lowered(source.graph, b, backend, pins)
-    train = plan_lowered(tg, b, backend, pins) if tg is not None else None
+    cost = kernel_costs(source.graph, b, chain, measure=measure)
+    infer = plan_lowered(source.graph, b, backend, pins, cost)
+    train = plan_lowered(tg, b, backend, pins, cost) if tg is not None else None
     dev_data = None
     if device:
         dev_data = embed(source.graph, spec, data, evals, epochs=epochs, seed=seed,
@@ -210,7 +215,7 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
         raise PockError("--data/--eval embed data in firmware; the host project reads its "
                         "data at run time (pockengine fit --engine host)")
     if b is not None:
-        check_device_budget(b, infer, train, dev_data)
+        infer, train = fit_budget(b, infer, train, dev_data, pins)
     rendered = render(Lowered(infer, train, backend, chain.names), source, prefix=prefix,
                       board=b if device else "host", data=dev_data)
     return write(rendered, out_dir, force=force)
@@ -262,6 +267,97 @@ def check_device_budget(board: Any, infer: LoweredGraph, train: LoweredGraph | N
                         f"{m['data'] / 1024:.1f} KiB, before code), board {board.name} has "
                         f"{format_size(board.flash_budget)}; " + FLASH_HINT)
     return m
+
+
+def kernel_costs(graph: Graph, board: Any, chain: Any, *, measure: bool = True) -> Any:
+    """The cost model lowering chooses by: None for a one-backend chain; else measured counts
+    (from the cache, measured now on the board's emulator when ``measure`` and some are
+    missing) over the static model."""
+    from .backends import lower_graph
+    from .backends.cost import CostModel, call_key, load_cache
+
+    if len(chain.backends) < 2:
+        return None
+    cached = load_cache()
+    model = CostModel(graph, chain.target, cached)
+    if not measure or board is None or board.arch == "host":
+        return model
+    lowering = lower_graph(graph, chain.backends, target=chain.target)
+    missing = [c for ch in lowering.choices.values() if len(ch.candidates) > 1
+               for c in ch.candidates if call_key(c, chain.target) not in cached]
+    if missing:
+        model.measured = {**cached, **measure_kernel_costs(graph, board, chain)}
+    return model
+
+
+def measure_kernel_costs(graph: Graph, board: Any, chain: Any) -> dict[str, int]:
+    """Instructions per call of every forward op's kernel, measured on the board's emulator:
+    one profiling build per backend of the chain (each op on that backend where it runs there,
+    ref elsewhere), one inference each; the counts go into the cache. {} without an emulator."""
+    import tempfile
+
+    from .backends import lower_graph
+    from .backends.cost import call_key, save_cache
+    from .targets import emulator_available
+
+    ok, _ = emulator_available(board)
+    if not ok:
+        return {}
+    x = np.zeros((1, *graph.tensors[graph.inputs[0]].shape[1:]), np.int8)
+    out: dict[str, int] = {}
+    for backend in chain.backends:
+        sub = (backend,) if backend.name == "ref" else (backend, chain.backends[-1])
+        lowering = lower_graph(graph, sub, target=chain.target)
+        with tempfile.TemporaryDirectory(prefix="pockengine-measure-") as tmp:
+            infer = lowered_graph(graph, lowering, plan(graph, lowering))
+            dev = embed(graph, None, None, (x, None))
+            rendered = render(Lowered(infer, None, backend.name, tuple(b.name for b in sub)),
+                              load(graph), board=board, data=dev)
+            proj = write(rendered, Path(tmp) / "p")
+            res = run_device(proj, build=build(proj, profile_ops=True), profile_ops=True)
+        per_op = {r["op"]: r["per_call"] for r in res.instructions.get("per_op_infer", [])}
+        for name, call in lowering.calls.items():
+            if per_op.get(name) is not None:
+                out[call_key(call, chain.target)] = int(per_op[name])
+    if out:
+        save_cache(out)
+    return out
+
+
+def fit_budget(board: Any, infer: LoweredGraph, train: LoweredGraph | None, data: Any,
+               pins: Mapping[str, str]) -> tuple[LoweredGraph, LoweredGraph | None]:
+    """The plans if they fit the board; else, while some op has a candidate kernel with less
+    scratch, that kernel (the largest scratch first) and new plans; the budget error when
+    nothing more helps."""
+    try:
+        check_device_budget(board, infer, train, data)
+        return infer, train
+    except PockError as e:
+        error = e
+    pins = dict(pins)
+    while True:
+        swaps = sorted(((ch.call.scratch_bytes, name, min(ch.candidates,
+                                                          key=lambda c: c.scratch_bytes))
+                        for lg in (infer, train) if lg is not None
+                        for name, ch in lg.lowering.choices.items() if name not in pins),
+                       key=lambda t: (-t[0], t[1]))
+        swaps = [(sb, n, c) for sb, n, c in swaps if c.scratch_bytes < sb]
+        if not swaps:
+            raise error
+        _, name, smaller = swaps[0]
+        pins[name] = smaller.backend
+        infer, train = (None if lg is None else _replan(lg, pins) for lg in (infer, train))
+        try:
+            check_device_budget(board, infer, train, data)
+            return infer, train
+        except PockError as e:
+            error = e
+
+
+def _replan(lg: LoweredGraph, pins: Mapping[str, str]) -> LoweredGraph:
+    present = {op.name for op in lg.graph.ops}
+    lowering = lg.lowering.with_pins({k: v for k, v in pins.items() if k in present})
+    return lowered_graph(lg.graph, lowering, plan(lg.graph, lowering))
 
 
 def check_pins(pins: Mapping[str, str], *graphs: Graph | None) -> None:

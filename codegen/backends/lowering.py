@@ -3,8 +3,8 @@
 For every op, each backend of the chain whose builder accepts it is a *candidate*. The choice:
 
 1. a pin (``kernels: {conv_12: ref}`` in a spec, or the API's ``pins``) names the backend;
-2. else a cost function (``cost(call) -> instructions | None``: measured counts or the static
-   cost model of ``codegen.backends.cost``) picks the cheapest candidate it can price;
+2. else a cost function (``cost(op, call) -> instructions | None``: measured counts or the
+   static cost model of ``codegen.backends.cost``) picks the cheapest candidate it can price;
 3. else the first candidate in chain order.
 
 The result maps op names to records; the scheduler and planner read each record's scratch and
@@ -14,14 +14,14 @@ in-place facts, and the renderer emits them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import ModelError, PockError
 from ..ir import Graph, Op
 from .base import Backend, Target
 from .kernel_call import KernelCall
 
-CostFn = Callable[[KernelCall], "float | None"]
+CostFn = Callable[[Op, KernelCall], "float | None"]
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,19 @@ class Lowering:
 
     graph: Graph
     choices: Mapping[str, Choice]
-    chain: tuple[str, ...]
+    backends: tuple[Backend, ...]
+    cost: CostFn | None = None        # what the choices were priced by
+    target: Target = field(default_factory=Target)
+    pins: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def chain(self) -> tuple[str, ...]:
+        return tuple(b.name for b in self.backends)
+
+    def with_pins(self, pins: Mapping[str, str]) -> Lowering:
+        """The same lowering with more ops pinned (same chain, cost and target)."""
+        return lower_graph(self.graph, self.backends, pins={**self.pins, **pins},
+                           cost=self.cost, target=self.target)
 
     @property
     def calls(self) -> dict[str, KernelCall]:
@@ -84,7 +96,7 @@ def lower_graph(graph: Graph, chain: Sequence[Backend], *, pins: Mapping[str, st
     for op in graph.ops:
         choices[op.name] = _choose(graph, op, chain, pins.get(op.name), cost, batch,
                                    target or Target())
-    return Lowering(graph, choices, tuple(b.name for b in chain))
+    return Lowering(graph, choices, tuple(chain), cost, target or Target(), pins)
 
 
 def _choose(graph: Graph, op: Op, chain: Sequence[Backend], pin: str | None,
@@ -110,7 +122,7 @@ def _choose(graph: Graph, op: Op, chain: Sequence[Backend], pin: str | None,
         return Choice(candidates[0], tuple(candidates), "pinned")
     if len(candidates) == 1:
         return Choice(candidates[0], tuple(candidates), "only candidate")
-    costs = tuple(cost(c) for c in candidates) if cost is not None else ()
+    costs = tuple(cost(op, c) for c in candidates) if cost is not None else ()
     priced = [(v, i) for i, v in enumerate(costs) if v is not None]
     if priced:
         best = min(priced)[1]              # ties: the earlier backend of the chain

@@ -304,6 +304,11 @@ class RecordBuilder:
                           "before": [], "after": []})
         if fn == "train":
             self._profile_marks(calls, [ops[c.op] for c in lg.calls])
+        else:                              # per-op markers only, numbered after the step's
+            first = len(self.lowered.train.calls) if self.lowered.train is not None else 0
+            for k, call in enumerate(calls):
+                call["before"].append(f"{self.macros['op_begin']}({first + k}u);")
+                call["after"].append(f"{self.macros['op_end']}({first + k}u);")
         inputs = set(graph.inputs) | set(graph.outputs)
         offsets = [{"macro": s.macro, "offset": s.offset,
                     "comment": comment_text(self._slot_comment(graph, plan, s))}

@@ -314,6 +314,14 @@ def instruction_report(project: Project, board: Any, result: Any, steps: int,
                            "per_step": round(pc.instructions / steps) if pc and steps
                            else None})
         out["per_op"] = per_op
+        per_infer = []                     # pe_infer's calls, numbered after the step's
+        for k, op in enumerate(project.manifest.get("ops", [])):
+            pc = ph.get(f"p{FIRST_OP_PHASE + len(ops) + k}")
+            per_infer.append({"index": k, **op,
+                              "instructions": int(pc.instructions) if pc else None,
+                              "per_call": round(pc.instructions / pc.calls)
+                              if pc and pc.calls else None})
+        out["per_op_infer"] = per_infer
     return out
 
 
@@ -371,8 +379,14 @@ def format_result(summary: dict[str, Any], build: dict[str, Any] | None = None,
             lines.append(f"{unit} per inference: {ins['infer']:,}")
         for op in ins.get("per_op", []):
             if op["per_step"] is not None:
-                lines.append(f"  op {op['index']:>3} {op['phase']:<8} {op['kernel']:<34} "
+                lines.append(f"  op {op['index']:>3} {op['phase']:<8} "
+                             f"{op.get('backend', 'ref') + ':' + op['kernel']:<44} "
                              f"{op['per_step']:>12,}  {op['op']}")
+        for op in ins.get("per_op_infer", []):
+            if op["per_call"] is not None:
+                lines.append(f"  infer {op['index']:>3} "
+                             f"{op.get('backend', 'ref') + ':' + op['kernel']:<44} "
+                             f"{op['per_call']:>12,}  {op['op']}")
     if build is not None:
         b = build["budget"]
         stack = summary.get("stack_used_bytes")

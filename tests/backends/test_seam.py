@@ -67,7 +67,7 @@ def test_pins_choose_the_backend_per_layer(digits_graph):
 def test_cost_picks_the_cheapest_candidate(digits_graph):
     toy = _toy("toy", ("conv2d",))
     cost = {"toy": 5.0, "ref": 9.0}
-    low = lower_graph(digits_graph, (REF, toy), cost=lambda c: cost[c.backend])
+    low = lower_graph(digits_graph, (REF, toy), cost=lambda op, c: cost[c.backend])
     conv = next(op.name for op in digits_graph.ops if op.type == "conv2d")
     assert low.choices[conv].call.backend == "toy" and low.choices[conv].reason == "cheapest"
     assert low.choices[conv].costs == (9.0, 5.0)

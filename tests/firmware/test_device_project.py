@@ -43,7 +43,9 @@ def test_board_project_files_are_deterministic(tmp_path):
     assert "-DPE_PROFILE=1" in make
     model_c = (a.dir / "pe_model.c").read_text()
     assert "PE_PHASE_BEGIN(PE_PROF_BACKWARD);" in model_c
-    assert model_c.count("PE_OP_BEGIN(") == len(m["training"]["ops"]) + 2   # + 2 #defines
+    # a marker per call of the step, then of pe_infer, + the 2 #defines
+    assert model_c.count("PE_OP_BEGIN(") == len(m["training"]["ops"]) + len(m["ops"]) + 2
+    assert f"PE_OP_BEGIN({len(m['training']['ops'])}u);" in model_c    # pe_infer's first
     # the order table is the golden/host sample order
     from codegen.run.host import sample_order
 

@@ -1,0 +1,164 @@
+"""What a kernel call costs: measured instruction counts, or a static model when there are none.
+
+PockEngine picks the fastest kernel per op by measuring; so does pockengine. A call's *key* is
+(board, kernel, its shape and parameter signature) — the numbers a kernel's running time depends
+on (dims, strides, padding, offsets, clamp bounds, scratch), not the weight values — hashed.
+Measured counts live in a JSON cache in the user's cache directory
+(``$POCKENGINE_CACHE_DIR`` or ``$XDG_CACHE_HOME/pockengine`` or ``~/.cache/pockengine``),
+``kernel_costs.json``: {key: instructions per call}. ``pipeline.measure_kernel_costs`` fills it
+from one profiling build per candidate set (every op on one backend where it can run there).
+
+Without a measurement (no emulator, ``--no-measure``) the static model prices a call as
+``per_mac * MACs + per_element * output elements + per_call`` with factors per (backend, kernel
+family, core class) shipped below and refreshed from measurements (``python -m
+tests.benchmark_boards --refresh-costs`` prints them). Unknown families are not priced (the
+chain order decides).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..ir import Graph, Op
+from ..summary import op_macs
+from .base import Target
+from .kernel_call import ArrayArg, ContextArg, KernelCall, ScalarArg, Struct, StructArg
+
+CACHE_FILE = "kernel_costs.json"
+
+# core class of a target: what the inner loops can use
+def core_class(target: Target) -> str:
+    f = target.features
+    if target.arch == "hexagon":
+        return "hexagon"
+    if target.arch == "host":
+        return "host"
+    if "mve" in f:
+        return "mve"
+    if "dsp" in f:
+        return "dsp"
+    return "m3"
+
+
+# (backend, kernel family, core class) -> (instructions per MAC, per output element, per call).
+# Families: the kernel name without the "pe_" prefix, its dtype suffix and a backend suffix.
+# ref on dsp: measured on mps2-an386 (tests.benchmark_boards, MLPerf Tiny KWS / VWW layers).
+STATIC_FACTORS: dict[tuple[str, str, str], tuple[float, float, float]] = {
+    ("ref", "conv2d", "dsp"): (13.5, 20.0, 300.0),
+    ("ref", "depthwise_conv2d", "dsp"): (16.0, 20.0, 300.0),
+    ("ref", "fully_connected", "dsp"): (9.0, 20.0, 200.0),
+    ("ref", "conv2d", "m3"): (15.0, 22.0, 300.0),
+    ("ref", "depthwise_conv2d", "m3"): (18.0, 22.0, 300.0),
+    ("ref", "fully_connected", "m3"): (10.0, 22.0, 200.0),
+    ("ref", "conv2d", "mve"): (13.5, 20.0, 300.0),
+    ("ref", "depthwise_conv2d", "mve"): (16.0, 20.0, 300.0),
+    ("ref", "fully_connected", "mve"): (9.0, 20.0, 200.0),
+    ("cmsis-nn", "conv2d", "dsp"): (2.6, 12.0, 600.0),
+    ("cmsis-nn", "depthwise_conv2d", "dsp"): (4.5, 12.0, 600.0),
+    ("cmsis-nn", "fully_connected", "dsp"): (1.6, 12.0, 300.0),
+    ("cmsis-nn", "conv2d", "mve"): (1.2, 8.0, 800.0),
+    ("cmsis-nn", "depthwise_conv2d", "mve"): (2.0, 8.0, 800.0),
+    ("cmsis-nn", "fully_connected", "mve"): (0.9, 8.0, 400.0),
+}
+
+
+def kernel_family(call: KernelCall) -> str:
+    name = call.kernel.removeprefix("pe_")
+    for suffix in ("_cmsis", "_arm", "_hvx", "_per_channel"):
+        name = name.removesuffix(suffix)
+    for dtype in ("_s8_s16", "_s8", "_f32"):
+        if name.endswith(dtype):
+            return name[: -len(dtype)]
+    return name
+
+
+def _signature(value: object) -> object:
+    """The parts of an argument a kernel's running time depends on (no array contents)."""
+    if isinstance(value, Struct):
+        return [value.ctype, [(k, _signature(v)) for k, _, v in value.items()]]
+    if isinstance(value, StructArg):
+        return _signature(value.value)
+    if isinstance(value, ArrayArg):
+        return ["array", value.value.ctype, int(value.value.values.size)]
+    if isinstance(value, ScalarArg):
+        return ["scalar", value.value]
+    if isinstance(value, ContextArg):
+        return "ctx"
+    if hasattr(value, "values") and hasattr(value, "ctype"):        # ConstArray
+        return ["array", value.ctype, int(value.values.size)]
+    if isinstance(value, (int, float)):
+        return value
+    return type(value).__name__
+
+
+def call_key(call: KernelCall, target: Target) -> str:
+    """Stable key of a call's cost on a target: board, kernel and argument signature."""
+    sig = [target.name, call.kernel, call.scratch_bytes,
+           [(name, _signature(arg)) for name, arg in call.args]]
+    return hashlib.sha256(json.dumps(sig, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def cache_dir() -> Path:
+    given = os.environ.get("POCKENGINE_CACHE_DIR")
+    if given:
+        return Path(given)
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "pockengine"
+
+
+def load_cache(path: Path | None = None) -> dict[str, int]:
+    path = path or cache_dir() / CACHE_FILE
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): int(v) for k, v in data.items()
+            if isinstance(v, int) and not isinstance(v, bool)} if isinstance(data, dict) else {}
+
+
+def save_cache(entries: Mapping[str, int], path: Path | None = None) -> Path:
+    """Merge ``entries`` into the cache file (written atomically)."""
+    path = path or cache_dir() / CACHE_FILE
+    merged = {**load_cache(path), **{k: int(v) for k, v in entries.items()}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(merged, indent=0, sort_keys=True))
+    tmp.replace(path)
+    return path
+
+
+@dataclass
+class CostModel:
+    """Prices calls on one target: a measured count if there is one, else the static model."""
+
+    graph: Graph
+    target: Target
+    measured: Mapping[str, int] = field(default_factory=dict)
+    use_static: bool = True
+
+    def __call__(self, op: Op, call: KernelCall) -> float | None:
+        key = call_key(call, self.target)
+        if key in self.measured:
+            return float(self.measured[key])
+        if not self.use_static:
+            return None
+        return self.static(op, call)
+
+    def static(self, op: Op, call: KernelCall) -> float | None:
+        f = STATIC_FACTORS.get((call.backend, kernel_family(call), core_class(self.target)))
+        if f is None:
+            return None
+        macs = op_macs(self.graph, op) if op.outputs and op.type in (
+            "conv2d", "depthwise_conv2d", "fully_connected") else 0
+        elements = self.graph.tensors[op.outputs[0]].size if op.outputs else 0
+        return f[0] * macs + f[1] * elements + f[2]
+
+    def source(self, op: Op, call: KernelCall) -> str:
+        if call_key(call, self.target) in self.measured:
+            return "measured"
+        return "static" if self.static(op, call) is not None else "none"
