@@ -4,7 +4,8 @@ For every op, each backend of the chain whose builder accepts it is a *candidate
 
 1. a pin (``kernels: {conv_12: ref}`` in a spec, or the API's ``pins``) names the backend;
 2. else a cost function (``cost(op, call) -> instructions | None``: measured counts or the
-   static cost model of ``codegen.backends.cost``) picks the cheapest candidate it can price;
+   static cost model of ``codegen.backends.cost``) picks the cheapest candidate, when it can
+   price them all;
 3. else the first candidate in chain order.
 
 The result maps op names to records; the scheduler and planner read each record's scratch and
@@ -123,8 +124,7 @@ def _choose(graph: Graph, op: Op, chain: Sequence[Backend], pin: str | None,
     if len(candidates) == 1:
         return Choice(candidates[0], tuple(candidates), "only candidate")
     costs = tuple(cost(op, c) for c in candidates) if cost is not None else ()
-    priced = [(v, i) for i, v in enumerate(costs) if v is not None]
-    if priced:
-        best = min(priced)[1]              # ties: the earlier backend of the chain
+    if costs and all(v is not None for v in costs):
+        best = min(range(len(costs)), key=lambda i: (costs[i], i))   # ties: chain order
         return Choice(candidates[best], tuple(candidates), "cheapest", costs)
-    return Choice(candidates[0], tuple(candidates), "chain order", costs)
+    return Choice(candidates[0], tuple(candidates), "chain order", costs)   # not all priced

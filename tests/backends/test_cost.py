@@ -42,7 +42,12 @@ def test_static_model_prices_what_it_knows(digits_graph):
     low = lower_graph(digits_graph, (REF,))
     priced = {op.type: model(op, low.choices[op.name].call) for op in digits_graph.ops}
     assert priced["conv2d"] > priced["fully_connected"] > 0
-    assert priced["reshape"] is None                    # no factor: chain order decides
+    twin = replace(low.choices[digits_graph.ops[0].name].call, backend="twin")
+    assert model(digits_graph.ops[0], twin) is None     # no factor: chain order decides
+    cheap = lambda op, c: 1.0 if c.backend == "ref" else None
+    both = lower_graph(digits_graph, (_twin(), REF), cost=cheap)
+    conv = next(op.name for op in digits_graph.ops if op.type == "conv2d")
+    assert both.choices[conv].reason == "chain order"   # one candidate unpriced
 
 
 @pytest.mark.emulator
