@@ -2,8 +2,10 @@
 
 State exists only for trainable parameters and, where a layer trains a subset of its output
 channels, only for those channels (momentum, Adam m/v, master copies, accumulators all have the
-gradient's shape). Shared state (step counter, Adam's running powers, the scheduled lr) is
-created once. Layout of the update ops' inputs: ``ir.ops.UPDATE_INPUTS``.
+gradient's shape). Each parameter also has an int32 (1,) count of its saturated updates
+(``train_optim``; per parameter so that update ops share no written tensor and stay free to
+reorder; in the parameter pool, so checkpoints keep it). Shared state (step counter, Adam's
+running powers, the scheduled lr) is created once. Layout of the update ops' inputs: ``ir.ops.UPDATE_INPUTS``.
 """
 
 from __future__ import annotations
@@ -122,8 +124,10 @@ class Updater:
             slot["accum"] = self._state(f"{param}:accum", gshape, "float32", zeros, "accum",
                                         param)
             slot["step"] = self.step
-        mutated = [slot[k] for k in ("param", "buf1", "buf2", "master", "accum") if slot[k]
-                   and slot[k] != self.pows]
+        slot["saturated"] = self._state(f"{param}:saturated", (1,), "int32",
+                                        np.zeros(1, np.int32), "saturated", param)
+        mutated = [slot[k] for k in ("param", "buf1", "buf2", "master", "accum", "saturated")
+                   if slot[k] and slot[k] != self.pows]
         attrs: dict[str, Any] = {"updates": tuple(mutated), "mode": self.mode,
                                  "lr": float(opt.lr), "channels": channels,
                                  "channel_axis": axis, "accumulate": self.spec.accumulate,

@@ -500,6 +500,11 @@ def _update(rng: Rng, mode: str, kind: str) -> Case | None:
                               Role.OPTIMIZER_STATE)
             slots["step"] = ((1,), "int32", np.array([rng.integers(0, 20)], np.int32),
                              Role.OPTIMIZER_STATE)
+    if rng.random() < 0.9:                 # the saturation counter (NULL otherwise)
+        count = int(rng.choice([0, int(rng.integers(0, 1000)), 2**31 - 1,
+                                2**31 - 1 - int(rng.integers(0, 4))]))
+        slots["saturated"] = ((1,), "int32", np.array([count], np.int32),
+                              Role.OPTIMIZER_STATE)
     updates = []
     for slot in UPDATE_INPUTS:
         if slot not in slots:
@@ -508,7 +513,7 @@ def _update(rng: Rng, mode: str, kind: str) -> Case | None:
         sh, dt, val, role_ = slots[slot]
         name = f"s_{slot}"
         b.add_input(name, sh, dt, val, role=role_)
-        if slot in ("param", "buf1", "buf2", "master", "accum"):
+        if slot in ("param", "buf1", "buf2", "master", "accum", "saturated"):
             updates.append(name)
     attrs["updates"] = tuple(updates)
     return b.op(kind, [], attrs)

@@ -1,5 +1,6 @@
 /* pe_update.h - what the update kernels share (ref): the (outer, channels, inner) walk over
- * the trained entries, and int8 / int32 parameter access through one code path. */
+ * the trained entries, int8 / int32 parameter access through one code path, and the count of
+ * saturated updates. */
 #ifndef PE_UPDATE_H
 #define PE_UPDATE_H
 
@@ -71,6 +72,15 @@ static inline int32_t pe_update_grad_base(const pe_update_dims *dims, int32_t ou
 static inline int pe_update_applies(int32_t t, int32_t k)
 {
     return ((uint32_t)t + 1u) % (uint32_t)k == 0u;
+}
+
+/* The update kernels' saturation count: counter += n, saturating at INT32_MAX (NULL: the
+ * graph has no counter). */
+static inline void pe_count_saturated(int32_t *counter, int32_t n)
+{
+    if (counter != 0 && n > 0) {
+        *counter = *counter > INT32_MAX - n ? INT32_MAX : *counter + n;
+    }
 }
 
 #endif /* PE_UPDATE_H */
