@@ -55,6 +55,7 @@ def test_board_training_equals_host_and_golden(name, references, tmp_path):
                            f"first at step {bad[0]}")
     assert np.array_equal(_bits(host["loss"]), _bits(gold["loss"]))
     assert dev["params_sha256"] == host["params_sha256"] == gold["params_sha256"]
+    assert dev["saturated_per_step"] == host["saturated_per_step"] == gold["saturated_per_step"]
     assert dev["accuracy_before"] == gold["accuracy_before"]
     assert dev["accuracy_after"] == gold["accuracy_after"]
 

@@ -63,6 +63,8 @@ def test_host_training_bit_exact(tmp_path, digits_data, config):
                            f"{bad[0]}: host {host['loss'][bad[0]]!r} golden "
                            f"{gold['loss'][bad[0]]!r}")
     assert host["params_sha256"] == gold["params_sha256"] == state.params_sha256()
+    assert host["saturated_per_step"] == gold["saturated_per_step"]
+    assert host["saturated_updates"] == gold["saturated_updates"]
     assert len(host["params"]) == proj.manifest["training"]["export_bytes"]
     if not sanitize:
         # the exported parameters load back (pe_params_import) and infer as the golden model
@@ -91,6 +93,7 @@ def test_host_training_mse(tmp_path):
     assert np.array_equal(host["loss_bits"], np.asarray(gold["loss"], np.float32).view(np.uint32))
     assert host["params_sha256"] == gold["params_sha256"]
     assert host["epoch_loss"] == gold["epoch_loss"]
+    assert host["saturated_per_step"] == gold["saturated_per_step"]
 
 
 def test_fit_engine_host_matches_golden(tmp_path):
@@ -109,7 +112,7 @@ def test_fit_engine_host_matches_golden(tmp_path):
     host = fit_model(path("digits_cnn.onnx"), spec, train, evals, engine="host",
                      progress=lambda e, k, loss: seen.append((e, k)), **kw)
     for key in ("loss", "epoch_loss", "params_sha256", "accuracy_before", "accuracy_after",
-                "steps"):
+                "steps", "saturated_updates", "saturated_per_step"):
         assert host[key] == gold[key], key
     assert host["engine"] == "host" and len(seen) == host["steps"] == 120
     assert host["_state"].params_sha256() == gold["params_sha256"]
