@@ -525,9 +525,14 @@ def _update_dims(v: _TrainOp, param: Tensor) -> Struct:
     count = shape[axis] if ch is None else len(ch)
     if ch is not None and any(not 0 <= c < shape[axis] for c in ch):
         raise v.error(f"channels {list(ch)} outside the parameter's {shape[axis]} channels")
+    try:
+        lo, hi = to.param_limits(param.dtype, v.attr("bias_limit"))
+    except ValueError as err:
+        raise v.error(str(err)) from None
     return Struct("pe_update_dims", {
         "outer": int(np.prod(shape[:axis], dtype=np.int64)), "channels": int(shape[axis]),
-        "inner": int(np.prod(shape[axis + 1:], dtype=np.int64)), "count": int(count)})
+        "inner": int(np.prod(shape[axis + 1:], dtype=np.int64)), "count": int(count),
+        "lo": lo, "hi": hi})
 
 
 def _update(v: _TrainOp) -> KernelCall:

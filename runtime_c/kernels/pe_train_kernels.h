@@ -218,7 +218,8 @@ void pe_grad_add_s8(int32_t size, const int8_t *g1, const int32_t *g1_exp, const
  * Updates (ops.UPDATE_INPUTS slots; an absent slot is NULL). channels: the trained channels
  * (dims->count of them, ascending; NULL = all); qas: one factor per trained channel (fp32)
  * or multiplier + shift (int8 mode). Parameters saturate: int8 weights to [-127, 127], int32
- * biases to int32; nothing wraps. saturated (int32, one value; NULL: not counted): the kernel
+ * biases to [dims->lo, dims->hi] (forward-safe: the layer's int32 accumulator cannot wrap);
+ * nothing wraps. saturated (int32, one value; NULL: not counted): the kernel
  * adds, saturating at INT32_MAX, the number of trained entries whose update clamped a value
  * or met a NaN (codegen/golden/train_optim.py lists the conditions per kernel).
  */

@@ -321,6 +321,28 @@ def test_fp32_updates_count_saturated_entries():
     assert out["param"].tolist() == [127, -127] and _count(out) == 2
 
 
+def test_bias_limit_keeps_the_forward_accumulator_from_wrapping():
+    # FC with 64 inputs at zero point -128: |sum w*(x - zp)| <= 64 * 127 * 255
+    limit = to.forward_bias_limit(64, -128)
+    assert limit == nx.INT32_MAX - 64 * 127 * 255
+    assert to.forward_bias_limit(70_000, -128) is None         # products alone can overflow
+    assert to.param_limits(np.int32, limit) == (-limit, limit)
+    assert to.param_limits(np.int32) == (nx.INT32_MIN, nx.INT32_MAX)
+    b = np.array([limit - 5, -limit + 5, 0], np.int32)
+    zero = np.zeros(1, np.int32)
+    for out in (to.sgd_update_f32(b, np.array([-1e12, 1e12, 1.0], np.float32),
+                                  np.ones(1, np.float32), ALL, lr=1.0, saturated=zero,
+                                  bias_limit=limit),
+                to.sgd_update_i8(b, np.array([-(2**30), 2**30, 0]), 10,
+                                 np.full(3, 2**30), np.zeros(3), ALL, saturated=zero,
+                                 bias_limit=limit)):
+        assert out["param"][:2].tolist() == [limit, -limit] and _count(out) == 2
+        # the extreme forward accumulator plus the saturated bias still fits int32
+        assert limit + 64 * 127 * 255 <= nx.INT32_MAX
+    with pytest.raises(ValueError, match="bias_limit"):
+        to.param_limits(np.int32, -1)
+
+
 def test_int8_updates_count_saturated_entries():
     m, k = nx.quantize_multiplier(0.5)
     zero = np.zeros(1, np.int32)

@@ -434,6 +434,12 @@ def _update(rng: Rng, mode: str, kind: str) -> Case | None:
     lr = float(10.0 ** rng.uniform(-4, -1))
     attrs = {"mode": mode, "lr": lr, "channels": ch, "channel_axis": axis, "accumulate": 1,
              "forward": "f", "kind": role}
+    if is_bias and rng.random() < 0.5:         # a forward-safe bias range (bias_limit)
+        limit = int(rng.choice([int(rng.integers(20000, 40000)), 2**31 - 1 - 127 * 255 * 9,
+                                2**31 - 1]))
+        attrs["bias_limit"] = limit
+        if rng.random() < 0.3:
+            p[...] = rng.choice([limit, -limit, limit - 3], size=shape)
     if b.int8:
         acc = rng.integers(-(1 << 20), 1 << 20, size=gshape).astype(np.int32)
         if rng.random() < 0.2:

@@ -459,3 +459,23 @@ def test_yaml_spec_errors_are_one_line(tmp_path, yaml_text, words):
         load_spec(p)
     msg = str(e.value)
     assert "\n" not in msg and words in msg and str(p) in msg, msg
+
+
+def test_bias_updates_carry_the_forward_safe_limit():
+    """Each trained int32 bias saturates inside the range where its layer's forward int32
+    accumulator cannot overflow (golden.train_optim.forward_bias_limit)."""
+    from codegen.golden.train_optim import forward_bias_limit
+    from tests.render.helpers import digits_int8
+
+    fwd = digits_int8()
+    g = build(fwd, "bias:all,opt=sgd,lr=0.1")
+    ups = ops_of(g, "sgd_update")
+    assert ups
+    for upd in ups:
+        layer = fwd.op_by_name(upd.attrs["forward"])
+        w, x = fwd.tensors[layer.inputs[1]], fwd.tensors[layer.inputs[0]]
+        taps = w.shape[1] * w.shape[2] if layer.type == "depthwise_conv2d" else \
+            int(np.prod(w.shape[1:]))
+        zp = int(x.quant.zero_point[0])
+        assert upd.attrs["bias_limit"] == forward_bias_limit(taps, zp)
+        assert upd.attrs["bias_limit"] + taps * 127 * max(127 - zp, zp + 128) == 2**31 - 1

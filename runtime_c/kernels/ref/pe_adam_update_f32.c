@@ -76,7 +76,7 @@ void pe_adam_update_f32_s32(const pe_adam_params_f32 *params, const pe_update_di
                             float *master, const float *lr, float *accum,
                             const int32_t *step, int32_t *saturated)
 {
-    const pe_param_ref p = pe_param_s32(param);
+    const pe_param_ref p = pe_param_s32(param, dims);
     pe_adam_f32(params, dims, channels, &p, grad, qas, buf1, buf2, pows, master, lr, accum,
                 step, saturated);
 }

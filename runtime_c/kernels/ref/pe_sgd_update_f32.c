@@ -67,6 +67,6 @@ void pe_sgd_update_f32_s32(const pe_sgd_params_f32 *params, const pe_update_dims
                            const float *qas, float *buf1, float *master, const float *lr,
                            float *accum, const int32_t *step, int32_t *saturated)
 {
-    const pe_param_ref p = pe_param_s32(param);
+    const pe_param_ref p = pe_param_s32(param, dims);
     pe_sgd_f32(params, dims, channels, &p, grad, qas, buf1, master, lr, accum, step, saturated);
 }

@@ -102,7 +102,7 @@ void pe_sgd_update_s8_s32(const pe_sgd_params *params, const pe_update_dims *dim
                           const int32_t *qas_shift, int32_t *buf1, int32_t *master,
                           int32_t *saturated)
 {
-    const pe_param_ref p = pe_param_s32(param);
+    const pe_param_ref p = pe_param_s32(param, dims);
     pe_sgd_s8(params, dims, channels, &p, grad, qas, grad_exp, qas_shift, buf1, master,
               saturated);
 }

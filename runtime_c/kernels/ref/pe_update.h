@@ -14,6 +14,7 @@ typedef struct {
     int32_t hi;
 } pe_param_ref;
 
+/* An int8 weight: saturates to [-127, 127]. */
 static inline pe_param_ref pe_param_s8(int8_t *p)
 {
     pe_param_ref r;
@@ -24,13 +25,14 @@ static inline pe_param_ref pe_param_s8(int8_t *p)
     return r;
 }
 
-static inline pe_param_ref pe_param_s32(int32_t *p)
+/* An int32 bias: saturates to [dims->lo, dims->hi] (the forward-safe bias range). */
+static inline pe_param_ref pe_param_s32(int32_t *p, const pe_update_dims *dims)
 {
     pe_param_ref r;
     r.p8 = 0;
     r.p32 = p;
-    r.lo = INT32_MIN;
-    r.hi = INT32_MAX;
+    r.lo = dims->lo;
+    r.hi = dims->hi;
     return r;
 }
 

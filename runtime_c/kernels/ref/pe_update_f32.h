@@ -3,8 +3,9 @@
  *
  *   master:                 master = master - u; p = sat(round_half_away(master))
  *   no master, int8 weight: w = sat(round_half_away(float32(w) - u))
- *   no master, int32 bias:  b = sat32(b - round_step_i64(u))   (int64 difference: float32(b)
+ *   no master, int32 bias:  b = sat(b - round_step_i64(u))   (int64 difference: float32(b)
  *                           is inexact beyond 2^24)
+ * sat: into the parameter's [lo, hi] (int8 weights +-127, biases pe_update_dims' range).
  * NaN rounds to 0. The result says whether the update saturated (train_optim._apply_fp32).
  */
 #ifndef PE_UPDATE_F32_H
@@ -27,9 +28,9 @@ static inline int pe_apply_f32(const pe_param_ref *param, int32_t p, float u, fl
                                                      param->hi, &saturated));
     } else {
         const int64_t v = (int64_t)param->p32[p] - pe_round_step_i64(u);
-        saturated = u != u || v > INT32_MAX || v < INT32_MIN;
-        pe_param_set(param, p, v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN
-                                                                            : (int32_t)v);
+        saturated = u != u || v > param->hi || v < param->lo;
+        pe_param_set(param, p, v > param->hi ? param->hi : v < param->lo ? param->lo
+                                                                          : (int32_t)v);
     }
     return saturated;
 }
