@@ -23,7 +23,6 @@ counts equal the golden run's.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -34,6 +33,7 @@ import numpy as np
 from codegen import models
 from codegen.data import fit_input
 from codegen.errors import PockError
+from tests.benchmark_cli import log, report, selected
 
 TRAIN_SAMPLES = 1000
 SEED = 0
@@ -220,16 +220,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    configs = [c for c in args.configs.split(",") if c]
-    unknown = [c for c in configs if c not in CONFIGS]
-    if unknown:
-        ap.error(f"unknown config(s) {unknown} (choose from {', '.join(CONFIGS)})")
+    configs = selected(ap, args.configs, CONFIGS, "config")
     if args.steps < 1:
         ap.error("--steps must be >= 1")
-    rows = run(configs, [e for e in args.engines.split(",") if e], args.steps,
-               log=lambda s: print(s, file=sys.stderr))
-    print(json.dumps(rows, indent=1) if args.json else format_table(rows))
-    return 0
+    rows = run(configs, [e for e in args.engines.split(",") if e], args.steps, log=log)
+    return report(rows, args.json, format_table)
 
 
 if __name__ == "__main__":
