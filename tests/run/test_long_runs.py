@@ -105,3 +105,69 @@ def test_fit_cli_reports_saturation_in_json_and_one_line(tmp_path):
     assert len(lines) == 1
     assert f"{result['saturated_updates']:,} parameter updates clamped" in lines[0]
     assert "master_weights" in lines[0]
+
+
+DRIVER = r"""
+#include <stdio.h>
+#include "pe_model.h"
+
+static uint8_t pool[PE_PARAMS_BYTES];
+static int8_t x[PE_INPUT_BYTES];
+
+int main(void)
+{
+    uint32_t trained, fresh, restored;
+    float loss;
+    long k, i;
+    pe_init();
+    for (k = 0; k < STEPS; ++k) {
+        for (i = 0; i < (long)PE_INPUT_BYTES; ++i) {
+            x[i] = (int8_t)((i * 7 + k * 13) % 256 - 128);
+        }
+        if (pe_train_step(x, (int32_t)(k % PE_NUM_CLASSES), &loss) != PE_OK) {
+            return 1;
+        }
+    }
+    trained = pe_saturation_count();
+    if (pe_state_read(0, pool, PE_PARAMS_BYTES) != PE_PARAMS_BYTES) {
+        return 1;
+    }
+    pe_init();
+    fresh = pe_saturation_count();
+    if (pe_state_write(0, pool, PE_PARAMS_BYTES) != PE_OK) {
+        return 1;
+    }
+    restored = pe_saturation_count();
+    printf("%lu %lu %lu\n", (unsigned long)trained, (unsigned long)fresh,
+           (unsigned long)restored);
+    return 0;
+}
+"""
+
+
+def test_saturation_count_lives_in_the_checkpointed_state(tmp_path, digits_steps):
+    """<p>_saturation_count() equals the golden count, restarts at pe_init() and comes back
+    with the parameter pool (pe_state_read / pe_state_write, what checkpoints save)."""
+    import subprocess
+
+    need("make")
+    graph, _, _ = digits_steps
+    spec = LONG_RUNS["int8-momentum"]
+    steps = 30
+    proj = compile_model(graph, spec=spec, out_dir=tmp_path / "p")
+    (proj.dir / "driver.c").write_text(DRIVER)
+    subprocess.run(["make", "-j2", "-C", str(proj.dir), "HOST_SRCS=driver.c",
+                    f"CFLAGS=-DSTEPS={steps}", "SANITIZE=1", "OPT=-O1"], check=True,
+                   capture_output=True)
+    out = subprocess.run([str(proj.binary("build"))], check=True, capture_output=True,
+                         text=True, env={"ASAN_OPTIONS": "detect_leaks=0"}).stdout
+    trained, fresh, restored = map(int, out.split())
+    n = graph.tensors[graph.inputs[0]].size
+    idx = np.arange(n)
+    xs = np.stack([((idx * 7 + k * 13) % 256 - 128).astype(np.int8) for k in range(steps)])
+    classes = graph.tensors[graph.outputs[0]].shape[-1]
+    tg = build_training_graph(graph, load_spec(spec))
+    gold = fit(tg, TrainState.from_graph(tg), xs, np.arange(steps) % classes, epochs=1,
+               shuffle=False)
+    assert trained == gold["saturated_updates"] > 0
+    assert fresh == 0 and restored == trained
