@@ -166,6 +166,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
               f"(mean of {k} steps)")
     print(f"accuracy: before {acc(result['accuracy_before'])} -> after "
           f"{acc(result['accuracy_after'])}")
+    if result["steps"]:
+        from .train.report import saturation_line
+
+        print(saturation_line(result["saturated_updates"], result["saturated_per_step"]))
     ins = result.get("instructions")
     if ins:
         print(f"{ins['unit']} per step: forward {ins['forward']:,}, backward "

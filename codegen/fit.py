@@ -2,7 +2,8 @@
 
 model (float models are quantized first) -> training graph for the spec -> training on an engine
 (golden: the NumPy reference; host and boards come with the code generator) -> evaluation before
-and after. The result is the `fit --json` contract of DESIGN.md.
+and after. The result is the `fit --json` contract of DESIGN.md, plus ``saturated_updates`` (parameter updates that
+clamped a value during the run) and ``saturated_per_step`` on every engine.
 """
 
 from __future__ import annotations
@@ -164,6 +165,8 @@ def fit_model(model: str | Path | Graph, spec: Any,
         "loss": res["loss"],
         "epoch_loss": res["epoch_loss"],
         "params_sha256": res["params_sha256"],
+        "saturated_updates": res["saturated_updates"],
+        "saturated_per_step": res["saturated_per_step"],
         "seconds": {"prepare": t1 - t0, "train": t2 - t1},
         **extra,
     }
@@ -270,7 +273,8 @@ def _fit_board(board: Any, graph: Graph, spec: Any, tg: Graph, state: Any, x_tr:
     res = {"loss": losses, "steps": len(losses),
            "epoch_loss": [float(np.mean(losses[e * per:(e + 1) * per])) if per else
                           float("nan") for e in range(epochs)],
-           "params_sha256": dev.params_sha256 or hashlib.sha256(b"").hexdigest()}
+           "params_sha256": dev.params_sha256 or hashlib.sha256(b"").hexdigest(),
+           **dev.saturation()}
     before = {"accuracy": summary["accuracy_before"], "mse": summary.get("mse_before")}
     after = {"accuracy": summary["accuracy_after"], "mse": summary.get("mse_after")}
     extra = {"board": board.name, "instructions": summary["instructions"],

@@ -17,7 +17,6 @@ Boards: every QEMU and Hexagon board whose toolchain and emulator are installed.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -30,6 +29,7 @@ from codegen import models as bundled
 from codegen.board import load_board
 from codegen.errors import PockError
 from codegen.targets import emulator_available, toolchain_available
+from tests.benchmark_cli import log, report, selected
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "models"
 
@@ -167,14 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=2, help="training steps per run")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    models = [m for m in args.models.split(",") if m]
-    unknown = [m for m in models if m not in CASES]
-    if unknown:
-        ap.error(f"unknown model(s) {unknown} (choose from {', '.join(CASES)})")
-    rows = run(models, [b for b in args.boards.split(",") if b], args.steps,
-               log=lambda s: print(s, file=sys.stderr))
-    print(json.dumps(rows, indent=1) if args.json else format_table(rows))
-    return 0
+    models = selected(ap, args.models, CASES, "model")
+    rows = run(models, [b for b in args.boards.split(",") if b], args.steps, log=log)
+    return report(rows, args.json, format_table)
 
 
 if __name__ == "__main__":

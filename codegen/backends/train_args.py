@@ -17,8 +17,9 @@ built (int32 accumulators that could overflow, a pooling window entirely in the 
 int8 softmax gradient whose output scale is not 1/256) raise ModelError here.
 
 Tables (EXP / NEGLOG), QAS factors, multipliers and shifts that are tensors of the training
-graph are passed as those tensors. Update ops take their 12 ``ops.UPDATE_INPUTS`` slots as
-tensors or NULL; the kernel writes the parameter and its own buffers in place.
+graph are passed as those tensors. Update ops take their ``ops.UPDATE_INPUTS`` slots as
+tensors or NULL; the kernel writes the parameter and its own buffers in place and adds its
+saturated updates to the ``saturated`` counter (the last argument, NULL: not counted).
 """
 
 from __future__ import annotations
@@ -499,19 +500,22 @@ def _grad_add(v: _TrainOp) -> KernelCall:
 
 
 # -- updates --------------------------------------------------------------------------------------------
-_WRITES = ("param", "buf1", "buf2", "master", "accum")
+_WRITES = ("param", "buf1", "buf2", "master", "accum", "saturated")
 _UPDATE_C_SLOTS = {
-    ("sgd_update", "f32"): ("param", "grad", "qas", "buf1", "master", "lr", "accum", "step"),
-    ("sgd_update", "s8"): ("param", "grad", "qas", "grad_exp", "qas_shift", "buf1", "master"),
+    ("sgd_update", "f32"): ("param", "grad", "qas", "buf1", "master", "lr", "accum", "step",
+                            "saturated"),
+    ("sgd_update", "s8"): ("param", "grad", "qas", "grad_exp", "qas_shift", "buf1", "master",
+                           "saturated"),
     ("adam_update", "f32"): ("param", "grad", "qas", "buf1", "buf2", "pows", "master", "lr",
-                             "accum", "step"),
+                             "accum", "step", "saturated"),
 }
 _SLOT_CTYPES = {  # slot -> element type in each mode (param: by the parameter's dtype)
     "f32": {"grad": "float", "qas": "float", "buf1": "float", "buf2": "float",
             "pows": "float", "master": "float", "lr": "float", "accum": "float",
-            "step": "int32_t"},
+            "step": "int32_t", "saturated": "int32_t"},
     "s8": {"grad": "int32_t", "qas": "int32_t", "grad_exp": "int32_t",
-           "qas_shift": "int32_t", "buf1": "int32_t", "master": "int32_t"},
+           "qas_shift": "int32_t", "buf1": "int32_t", "master": "int32_t",
+           "saturated": "int32_t"},
 }
 
 
@@ -524,9 +528,14 @@ def _update_dims(v: _TrainOp, param: Tensor) -> Struct:
     count = shape[axis] if ch is None else len(ch)
     if ch is not None and any(not 0 <= c < shape[axis] for c in ch):
         raise v.error(f"channels {list(ch)} outside the parameter's {shape[axis]} channels")
+    try:
+        lo, hi = to.param_limits(param.dtype, v.attr("bias_limit"))
+    except ValueError as err:
+        raise v.error(str(err)) from None
     return Struct("pe_update_dims", {
         "outer": int(np.prod(shape[:axis], dtype=np.int64)), "channels": int(shape[axis]),
-        "inner": int(np.prod(shape[axis + 1:], dtype=np.int64)), "count": int(count)})
+        "inner": int(np.prod(shape[axis + 1:], dtype=np.int64)), "count": int(count),
+        "lo": lo, "hi": hi})
 
 
 def _update(v: _TrainOp) -> KernelCall:
@@ -534,7 +543,7 @@ def _update(v: _TrainOp) -> KernelCall:
     mode = v.suffix
     if (kind, mode) not in _UPDATE_C_SLOTS:
         raise v.error(f"{kind} needs backward fp32")
-    names = dict(zip(UPDATE_INPUTS, list(v.op.inputs) + [""] * 12))
+    names = dict(zip(UPDATE_INPUTS, list(v.op.inputs) + [""] * len(UPDATE_INPUTS)))
     slots = {k: v.graph.tensors[n] for k, n in names.items() if n}
     param = slots.get("param")
     if param is None or param.dtype not in ("int8", "int32"):

@@ -39,7 +39,8 @@ grad_add                    all-zero input: the other; else align to max(e) - 16
 softmax_cross_entropy       TFLM int8->int16 softmax u; d = u - 65536[label]; normalise(d, -16)
 mse_loss                    rescale(y - t, 0, 2 s / N)
 sgd_update                  MBQM_sat(acc, M_c, k_c + e + G) (+ Q15 momentum), G = 0, 8 or
-                            F = 16 with an int32 master (w << F copy / bias remainder)
+                            F = 16 with an int32 master (w << F copy / bias remainder);
+                            every clamp saturates and is counted (saturated slot)
 ==========================  ====================================================================
 """
 
@@ -388,6 +389,11 @@ def _b_update(v: _View):
     if kind == "adam_update" and v.int8:
         raise v.error("adam_update needs backward fp32")
     frac_bits = int(v.a("master_frac_bits", to.MASTER_FRAC_BITS))
+    bias_limit = v.a("bias_limit")
+    try:
+        to.param_limits(v.t(0).dtype, bias_limit)
+    except ValueError as err:
+        raise v.error(str(err)) from None
     if "master" in names:
         want = "int32" if v.int8 else "float32"
         if v.graph.tensors[names["master"]].dtype != want:
@@ -399,7 +405,8 @@ def _b_update(v: _View):
     def run(vals):
         s = {k: vals[UPDATE_INPUTS.index(k)] for k in names}
         common = {"lr_t": s.get("lr"), "master": s.get("master"), "accum": s.get("accum"),
-                  "step": s.get("step"), "accumulate": acc}
+                  "step": s.get("step"), "accumulate": acc, "saturated": s.get("saturated"),
+                  "bias_limit": bias_limit}
         if kind == "adam_update":
             new = to.adam_update_f32(s["param"], s["grad"], s["qas"], ch, lr=lr,
                                      beta1=float(v.a("beta1")), beta2=float(v.a("beta2")),
@@ -409,7 +416,8 @@ def _b_update(v: _View):
             new = to.sgd_update_i8(s["param"], s["grad"], _exp(s["grad_exp"]), s["qas"],
                                    s["qas_shift"], ch, momentum=float(v.a("momentum", 0.0)),
                                    buf=s.get("buf1"), master=s.get("master"),
-                                   frac_bits=frac_bits)
+                                   frac_bits=frac_bits, saturated=s.get("saturated"),
+                                   bias_limit=bias_limit)
         else:
             new = to.sgd_update_f32(s["param"], s["grad"], s["qas"], ch, lr=lr,
                                     momentum=float(v.a("momentum", 0.0)), buf=s.get("buf1"),

@@ -169,6 +169,21 @@ def round_sat_f32(x: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return r.astype(np.int64)
 
 
+def round_saturates(x: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Where :func:`round_sat_f32` saturates: x is NaN or ``round_half_away(x)`` lies outside
+    [lo, hi] (a value rounding to exactly lo or hi is not saturated). C::
+
+        if (x != x) saturated = 1;
+        else { r = roundf(x);
+               saturated = r >= 2147483648.0f || r < -2147483648.0f
+                           || (int32_t)r > hi || (int32_t)r < lo; }
+    """
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(invalid="ignore"):                  # inf - inf inside round_half_away
+        r = nx.round_half_away(x).astype(np.float64)
+    return np.isnan(r) | (r > hi) | (r < lo)
+
+
 # ---------------------------------------------------------------------------------------------
 # integer
 
@@ -203,6 +218,15 @@ def rescale(acc: np.ndarray, e: int, multiplier: int, shift: int) -> tuple[np.nd
 def static_factor(real: float) -> tuple[int, int]:
     """(M, k) with real ~= M * 2**(k - 31): TFLM ``QuantizeMultiplier`` of a float64 factor."""
     return nx.quantize_multiplier(float(real))
+
+
+def shl_saturates(x: np.ndarray, shift) -> np.ndarray:
+    """Where the saturating left shift of :func:`mul_by_multiplier_sat` clips: shift > 0 and
+    ``x * 2**min(shift, 32)`` outside int32 (``pe_sat_shl_s32``'s two saturating branches)."""
+    x = np.asarray(x, dtype=np.int64)
+    shift = np.broadcast_to(np.asarray(shift, dtype=np.int64), x.shape)
+    v = x << np.minimum(np.maximum(shift, 0), 32)
+    return (shift > 0) & ((v > INT32_MAX) | (v < INT32_MIN))
 
 
 def shift_exp(q: np.ndarray, s: int) -> np.ndarray:

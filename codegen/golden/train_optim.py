@@ -4,10 +4,16 @@ adam_update (fp32), step_counter (step, schedules, Adam's running powers).
 Update kernels are pure: they take the current values of the op's slots and return the new
 values of the slots they write (``dict`` slot name -> array); the executor stores them.
 Slots are those of ``ops.UPDATE_INPUTS``: param, grad, qas, grad_exp, qas_shift, buf1, buf2,
-pows, master, lr, accum, step.
+pows, master, lr, accum, step, saturated.
 
 Saturation: an int8 parameter (weight) is kept in [-127, 127]; an int32 parameter (bias) in
-[INT32_MIN, INT32_MAX].
+[-L, L] with L = ``forward_bias_limit`` of its layer (op attr ``bias_limit``: the forward
+int32 accumulator ``sum w*(x - zp) + bias`` can then never overflow, whatever the trained
+weights), or [INT32_MIN, INT32_MAX] without one. Every clamp saturates, nothing wraps. The ``saturated`` slot (int32
+``(1,)``, optional) counts the **saturated updates** of its parameter: each trained entry whose
+update in a step clamped a value (the parameter, a master copy, an int8-mode step or momentum
+buffer) or met a NaN, counted once per entry and step; the count itself saturates at
+INT32_MAX. Each kernel's docstring lists its saturation conditions.
 """
 
 from __future__ import annotations
@@ -43,13 +49,37 @@ class Channels:
         return np.asarray(v).reshape(shape)
 
 
-def param_limits(dtype) -> tuple[int, int]:
-    """Saturation bounds of a parameter: int8 weights [-127, 127], int32 biases int32."""
+def param_limits(dtype, bias_limit: int | None = None) -> tuple[int, int]:
+    """Saturation bounds of a parameter: int8 weights [-127, 127]; int32 biases
+    [-bias_limit, bias_limit] (the update op's ``bias_limit``), else the int32 range."""
     if np.dtype(dtype) == np.int8:
         return -127, 127
     if np.dtype(dtype) == np.int32:
-        return nx.INT32_MIN, nx.INT32_MAX
+        if bias_limit is None:
+            return nx.INT32_MIN, nx.INT32_MAX
+        if not 0 <= int(bias_limit) <= nx.INT32_MAX:
+            raise ValueError(f"bias_limit {bias_limit} outside [0, 2**31 - 1]")
+        return -int(bias_limit), int(bias_limit)
     raise ValueError(f"parameters are int8 or int32, got {dtype}")
+
+
+def forward_bias_limit(taps: int, input_zero_point: int) -> int | None:
+    """The largest |bias| of a conv / depthwise / FC layer with ``taps`` int8 products per
+    output (kh*kw*cin/groups, kh*kw, cin) for which the forward int32 accumulator
+    ``sum w*(x - zp) + bias`` cannot overflow with any int8 weights in [-127, 127] and any
+    input: ``INT32_MAX - taps * 127 * max|x - zp|`` (max|x - zp| = max(127 - zp, zp + 128)).
+    None when the products alone can overflow (no bias bound helps; the int32 range applies)."""
+    bound = int(taps) * 127 * max(127 - int(input_zero_point), int(input_zero_point) + 128)
+    return nx.INT32_MAX - bound if bound < nx.INT32_MAX else None
+
+
+def count_saturated(counter: np.ndarray | None, saturated: np.ndarray) -> dict:
+    """The new ``saturated`` slot value: ``sat32(counter + number of True entries)`` (C: an
+    int32 count per call, added to the counter with saturation), or nothing without a slot."""
+    if counter is None:
+        return {}
+    total = int(np.asarray(counter, np.int64).reshape(-1)[0]) + int(np.count_nonzero(saturated))
+    return {"saturated": np.array([min(total, nx.INT32_MAX)], np.int32)}
 
 
 def _write(param: np.ndarray, ch: Channels, values: np.ndarray) -> np.ndarray:
@@ -90,22 +120,28 @@ def round_step_i64(u: np.ndarray) -> np.ndarray:
     return r.astype(np.int64)
 
 
-def _apply_fp32(param: np.ndarray, u: np.ndarray, ch: Channels, master: np.ndarray | None
-                ) -> dict:
-    lo, hi = param_limits(param.dtype)
+def _apply_fp32(param: np.ndarray, u: np.ndarray, ch: Channels, master: np.ndarray | None,
+                counter: np.ndarray | None, bias_limit: int | None) -> dict:
+    """The last step of an fp32 update (and its saturation count, see sgd_update_f32)."""
+    lo, hi = param_limits(param.dtype, bias_limit)
     out: dict = {}
     if master is not None:
         master = np.asarray(master, np.float32) - u
         out["master"] = master
         new = tn.round_sat_f32(master, lo, hi)
+        sat = tn.round_saturates(master, lo, hi)
     elif np.dtype(param.dtype) == np.int32:
         # int32 bias: integer difference (float32(b) is inexact for |b| > 2**24)
         p = param[ch.index(param.ndim)].astype(np.int64)
-        new = np.clip(p - round_step_i64(u), lo, hi)
+        v = p - round_step_i64(u)
+        new = np.clip(v, lo, hi)
+        sat = np.isnan(np.asarray(u, np.float32)) | (v < lo) | (v > hi)
     else:
         p = param[ch.index(param.ndim)].astype(np.float32)
         new = tn.round_sat_f32(p - u, lo, hi)
+        sat = tn.round_saturates(p - u, lo, hi)
     out["param"] = _write(param, ch, new)
+    out.update(count_saturated(counter, sat))
     return out
 
 
@@ -113,7 +149,8 @@ def sgd_update_f32(param: np.ndarray, grad: np.ndarray, qas: np.ndarray, ch: Cha
                    lr: float, momentum: float = 0.0, lr_t: np.ndarray | None = None,
                    buf: np.ndarray | None = None, master: np.ndarray | None = None,
                    accum: np.ndarray | None = None, step: np.ndarray | None = None,
-                   accumulate: int = 1) -> dict:
+                   accumulate: int = 1, saturated: np.ndarray | None = None,
+                   bias_limit: int | None = None) -> dict:
     """fp32 SGD (all float32, one rounding per operation)::
 
         [accumulate k > 1: if (step+1) % k != 0: accum += grad, stop;
@@ -126,11 +163,20 @@ def sgd_update_f32(param: np.ndarray, grad: np.ndarray, qas: np.ndarray, ch: Cha
                                 round_step_i64: round_half_away, clamp +-2**32, NaN -> 0)
         master:    master = master - u; p_q = sat(round_half_away(master))     (NaN -> 0)
 
+    ``sat``/``sat32`` clamp to ``param_limits(dtype, bias_limit)``.
+
     The bias uses an integer difference because float32(b_q) is inexact beyond 2**24 (an
     update of 0 would move such a bias by its float32 rounding error). A float32 master of a
     bias beyond 2**24 is inherently that coarse (its resolution is the float32 spacing).
 
-    Returns the new values of the written slots (param, buf1, master, accum).
+    Saturated entries (counted into the ``saturated`` slot when given, see the module
+    docstring): int8 weight or master: the rounded value (``round_half_away(x)``, x =
+    float32(w_q) - u or the new master) is NaN or outside the parameter's range
+    (``train_numerics.round_saturates``); int32 bias without master: u is NaN or the int64
+    difference ``b_q - round_step_i64(u)`` is outside int32. An accumulating step (no update)
+    counts nothing.
+
+    Returns the new values of the written slots (param, buf1, master, accum, saturated).
     """
     g, out = _accumulate(grad, accum, step, accumulate)
     if g is None:
@@ -141,7 +187,7 @@ def sgd_update_f32(param: np.ndarray, grad: np.ndarray, qas: np.ndarray, ch: Cha
         g = F32(momentum) * np.asarray(buf, np.float32) + g
         out["buf1"] = g
     u = (_lr(lr_t, lr) * g) * ch.per_channel(np.asarray(qas, np.float32), g.ndim)
-    out.update(_apply_fp32(param, u, ch, master))
+    out.update(_apply_fp32(param, u, ch, master, saturated, bias_limit))
     return out
 
 
@@ -149,7 +195,8 @@ def adam_update_f32(param: np.ndarray, grad: np.ndarray, qas: np.ndarray, ch: Ch
                     lr: float, beta1: float, beta2: float, eps: float, m: np.ndarray,
                     v: np.ndarray, pows: np.ndarray, lr_t: np.ndarray | None = None,
                     master: np.ndarray | None = None, accum: np.ndarray | None = None,
-                    step: np.ndarray | None = None, accumulate: int = 1) -> dict:
+                    step: np.ndarray | None = None, accumulate: int = 1,
+                    saturated: np.ndarray | None = None, bias_limit: int | None = None) -> dict:
     """fp32 Adam (b1 = float32(beta1), b2 = float32(beta2), eps = float32(eps); every
     ``1 - x`` is the float32 subtraction ``1.0f - x``)::
 
@@ -159,9 +206,9 @@ def adam_update_f32(param: np.ndarray, grad: np.ndarray, qas: np.ndarray, ch: Ch
         b1t = pows[0] * b1;  b2t = pows[1] * b2
         mh = m / (1.0f - b1t);  vh = v / (1.0f - b2t)
         u = ((lr_t * mh) / (sqrtf(vh) + eps)) * qas[c]
-        then as SGD (master or round/saturate).
+        then as SGD (master or round/saturate; saturated entries as SGD's).
 
-    Returns the new param, buf1 (m), buf2 (v) and, if used, master and accum.
+    Returns the new param, buf1 (m), buf2 (v) and, if used, master, accum and saturated.
     """
     g, out = _accumulate(grad, accum, step, accumulate)
     if g is None:
@@ -177,7 +224,7 @@ def adam_update_f32(param: np.ndarray, grad: np.ndarray, qas: np.ndarray, ch: Ch
     u = ((_lr(lr_t, lr) * mh) / (np.sqrt(vh) + F32(eps))) \
         * ch.per_channel(np.asarray(qas, np.float32), g.ndim)
     out.update({"buf1": m, "buf2": v})
-    out.update(_apply_fp32(param, u, ch, master))
+    out.update(_apply_fp32(param, u, ch, master, saturated, bias_limit))
     return out
 
 
@@ -194,7 +241,8 @@ WEIGHT_MASTER_MAX = 127 << MASTER_FRAC_BITS
 def sgd_update_i8(param: np.ndarray, grad: np.ndarray, grad_exp: int, qas: np.ndarray,
                   qas_shift: np.ndarray, ch: Channels, *, momentum: float = 0.0,
                   buf: np.ndarray | None = None, master: np.ndarray | None = None,
-                  frac_bits: int = MASTER_FRAC_BITS) -> dict:
+                  frac_bits: int = MASTER_FRAC_BITS, saturated: np.ndarray | None = None,
+                  bias_limit: int | None = None) -> dict:
     """int8-mode SGD on an int32 gradient accumulator ``acc`` at exponent ``e`` (integer
     only; every quantity is an int32, products and differences marked 64-bit are int64)::
 
@@ -225,43 +273,57 @@ def sgd_update_i8(param: np.ndarray, grad: np.ndarray, grad_exp: int, qas: np.nd
     MultiplyByQuantizedMultiplier with a *saturating* left shift and a right shift of 32 or
     more giving 0 (exact rounding of any int32); ``sat`` saturates to the parameter's range
     ([-127, 127] for int8 weights, int32 for biases). Only the trained channels are read and
-    written (``ch``); buf and master have the gradient's shape. The master's clamp keeps a
+    written (``ch``); buf and master have the gradient's shape; ``sat`` of the parameter is
+    ``param_limits(dtype, bias_limit)``. The master's clamp keeps a
     weight's latent value inside what the int8 weight can represent (no int32 overflow:
     127 << 16 < 2**23). A step of 2**(31-G) quanta or more saturates (d, buf and t are
     int32). The momentum decay rounds to nearest, so |buf| <= 4 is a fixed point when d = 0
-    (a drift of at most 4 * 2**-G quanta per step). Returns the new param and, when present,
-    buf1 and master.
+    (a drift of at most 4 * 2**-G quanta per step).
+
+    Saturated entries (counted into the ``saturated`` slot when given): the left shift of
+    ``mbqm_sat`` clips (``train_numerics.shl_saturates``), or the momentum sum, the parameter
+    difference/sum, the master difference (weights: beyond +-(127 << F); biases: ``t``
+    beyond int32) falls outside its range before the clamp. Returns the new param and, when
+    present, buf1, master and saturated.
     """
     acc = np.asarray(grad, np.int64)
     e = int(np.asarray(grad_exp).reshape(-1)[0])
     mult = ch.per_channel(np.asarray(qas, np.int64), acc.ndim)
-    lo, hi = param_limits(param.dtype)
+    lo, hi = param_limits(param.dtype, bias_limit)
     f = int(frac_bits)
     g_bits = f if master is not None else MOMENTUM_FRAC_BITS if momentum > 0 else 0
     shift = ch.per_channel(np.asarray(qas_shift, np.int64), acc.ndim) + e + g_bits
     p = param[ch.index(param.ndim)].astype(np.int64)
     out: dict = {}
     step = tn.mul_by_multiplier_sat(acc, mult, shift)
+    sat = tn.shl_saturates(acc, shift)
+
+    def clip(v: np.ndarray, v_lo: int, v_hi: int) -> np.ndarray:
+        nonlocal sat
+        sat = sat | (v < v_lo) | (v > v_hi)
+        return np.clip(v, v_lo, v_hi)
+
     if momentum > 0:
         assert buf is not None
         mq = momentum_q15(momentum)
         b = nx.rounding_divide_by_pot(mq * np.asarray(buf, np.int64), 15) + step
-        step = np.clip(b, nx.INT32_MIN, nx.INT32_MAX)
+        step = clip(b, nx.INT32_MIN, nx.INT32_MAX)
         out["buf1"] = step.astype(np.int32)
     if master is None:
         if momentum > 0:
             step = nx.rounding_divide_by_pot(step, MOMENTUM_FRAC_BITS)
-        new = np.clip(p - step, lo, hi)
+        new = clip(p - step, lo, hi)
     elif np.dtype(param.dtype) == np.int8:
-        m = np.clip(np.asarray(master, np.int64) - step, -(127 << f), 127 << f)
+        m = clip(np.asarray(master, np.int64) - step, -(127 << f), 127 << f)
         out["master"] = m.astype(np.int32)
-        new = np.clip(nx.rounding_divide_by_pot(m, f), lo, hi)
+        new = np.clip(nx.rounding_divide_by_pot(m, f), lo, hi)   # never clips: |m| <= 127 << F
     else:
-        t = np.clip(np.asarray(master, np.int64) - step, nx.INT32_MIN, nx.INT32_MAX)
+        t = clip(np.asarray(master, np.int64) - step, nx.INT32_MIN, nx.INT32_MAX)
         n = nx.rounding_divide_by_pot(t, f)
         out["master"] = (t - (n << f)).astype(np.int32)
-        new = np.clip(p + n, lo, hi)
+        new = clip(p + n, lo, hi)
     out["param"] = _write(param, ch, new)
+    out.update(count_saturated(saturated, sat))
     return out
 
 

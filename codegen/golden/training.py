@@ -3,6 +3,7 @@
     state = TrainState.from_graph(tg)              # parameters + optimizer state, initial values
     loss = train_step(tg, state, x, label)         # one sample: forward, loss, backward, updates
     result = fit(tg, state, xs, ys, epochs=3)      # {"loss": [...], "params_sha256": ...}
+    saturation_count(tg, state)                    # saturated updates (pe_saturation_count)
 
 Forward ops run on the forward golden kernels (bit exact with TFLM), training ops on
 ``train_kernels``; ops run in graph order, each reading the *current* value of the parameters
@@ -21,6 +22,7 @@ import numpy as np
 
 from ..errors import PockError
 from ..ir import Graph, Op
+from ..ir.ops import UPDATE_INPUTS
 from .executor import run
 from .kernels import build_kernel
 from .kernels.common import batched
@@ -49,6 +51,24 @@ def trainable_parameters(graph: Graph) -> list[str]:
         if op.type in ("sgd_update", "adam_update") and op.inputs[0] not in out:
             out.append(op.inputs[0])
     return out
+
+
+COUNT_MAX = 2**32 - 1          # saturation_count saturates here (the C API's uint32_t)
+
+
+def saturation_counters(graph: Graph) -> list[str]:
+    """The ``saturated`` slot tensors of the update ops (one int32 (1,) count per trainable
+    parameter, train_optim), in op order."""
+    k = UPDATE_INPUTS.index("saturated")
+    return [op.inputs[k] for op in graph.ops
+            if op.type in ("sgd_update", "adam_update") and len(op.inputs) > k and op.inputs[k]]
+
+
+def saturation_count(graph: Graph, state: TrainState) -> int:
+    """Saturated updates so far: the sum of the graph's counters, saturating at 2**32 - 1
+    (exactly what the generated ``<prefix>_saturation_count()`` returns)."""
+    total = sum(max(0, int(state[n].reshape(-1)[0])) for n in saturation_counters(graph))
+    return min(total, COUNT_MAX)
 
 
 class TrainState:
@@ -259,8 +279,9 @@ def fit(graph: Graph, state: TrainState, xs: np.ndarray, ys: np.ndarray, epochs:
 
     Sample order: as given, or a fresh ``numpy.random.default_rng(seed)`` permutation per
     epoch with ``shuffle``. Returns ``{"loss": [per-step float], "epoch_loss": [mean per
-    epoch], "steps": n, "params_sha256": ...}``; ``callback(epoch, step, loss)`` after each
-    step.
+    epoch], "steps": n, "params_sha256": ..., "saturated_updates": n, "saturated_per_step":
+    [per-step int]}`` (the saturated updates of this fit, see :func:`saturation_count`);
+    ``callback(epoch, step, loss)`` after each step.
     """
     xs, ys = np.asarray(xs), np.asarray(ys)
     if len(xs) != len(ys):
@@ -269,6 +290,8 @@ def fit(graph: Graph, state: TrainState, xs: np.ndarray, ys: np.ndarray, epochs:
     losses: list[float] = []
     epoch_loss: list[float] = []
     prog = state.program(graph)
+    first = count = saturation_count(graph, state)
+    per_step: list[int] = []
     for ep in range(int(epochs)):
         order = rng.permutation(len(xs)) if shuffle else np.arange(len(xs))
         start = len(losses)
@@ -276,9 +299,13 @@ def fit(graph: Graph, state: TrainState, xs: np.ndarray, ys: np.ndarray, epochs:
             out = prog.run(state, prog.feeds(xs[i], ys[i]))
             loss = float(out[prog.loss_tensor].reshape(-1)[0])
             losses.append(loss)
+            now = saturation_count(graph, state)
+            per_step.append(now - count)
+            count = now
             if callback is not None:
                 callback(ep, len(losses) - 1, loss)
         chunk = losses[start:]
         epoch_loss.append(float(np.mean(chunk)) if chunk else float("nan"))
     return {"loss": losses, "epoch_loss": epoch_loss, "steps": len(losses),
-            "params_sha256": state.params_sha256()}
+            "params_sha256": state.params_sha256(), "saturated_updates": count - first,
+            "saturated_per_step": per_step}

@@ -69,7 +69,7 @@ OP_SPECS: dict[str, OpSpec] = {
 # absent inputs.
 _FWD = ("forward", "mode")
 UPDATE_INPUTS = ("param", "grad", "qas", "grad_exp", "qas_shift", "buf1", "buf2", "pows",
-                 "master", "lr", "accum", "step")
+                 "master", "lr", "accum", "step", "saturated")
 _UPDATE_ATTRS = ("updates", "mode", "lr", "channels", "channel_axis", "accumulate")
 TRAINING_OP_SPECS: dict[str, OpSpec] = {
     "act_mask": OpSpec(1, 1, 1, ("lo", "hi")),                              # y -> mask (bit)
@@ -95,8 +95,8 @@ TRAINING_OP_SPECS: dict[str, OpSpec] = {
     "reshape_grad": OpSpec(1, 2, 1, _FWD, 1),
     "softmax_grad": OpSpec(2, 3, 1, _FWD + ("beta",), 1),                   # dy,[e],y
     "grad_add": OpSpec(2, 4, 1, ("mode",), 1),                              # g1,[e1],g2,[e2]
-    "sgd_update": OpSpec(3, 12, 0, _UPDATE_ATTRS + ("momentum",)),          # UPDATE_INPUTS
-    "adam_update": OpSpec(3, 12, 0, _UPDATE_ATTRS + ("beta1", "beta2", "eps")),
+    "sgd_update": OpSpec(3, len(UPDATE_INPUTS), 0, _UPDATE_ATTRS + ("momentum",)),
+    "adam_update": OpSpec(3, len(UPDATE_INPUTS), 0, _UPDATE_ATTRS + ("beta1", "beta2", "eps")),
     "step_counter": OpSpec(1, 3, 0, ("updates", "accumulate", "schedule")),  # step,[lr],[pows]
 }
 UPDATE_OPS = ("sgd_update", "adam_update", "step_counter")

@@ -294,5 +294,8 @@ def _check_update(graph: Graph, op: Op) -> None:
         if slot[name] and list(t[slot[name]].shape) != want:
             _fail(op, f"{name} {slot[name]!r} has shape {list(t[slot[name]].shape)}, "
                       f"expected {want}")
+    sat = slot["saturated"]
+    if sat and (t[sat].dtype != "int32" or t[sat].shape != (1,) or sat not in updates):
+        _fail(op, f"saturation counter {sat!r} must be an int32 (1,) tensor it updates")
     if op.type == "adam_update" and not (slot["buf1"] and slot["buf2"] and slot["pows"]):
         _fail(op, "adam_update needs m, v and pows")

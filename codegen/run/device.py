@@ -1,7 +1,8 @@
 """Run a board project's firmware on the board's emulator and read what it reports.
 
 The firmware (templates/main_device.c.j2) trains on the data embedded in flash and prints one
-``@pe:`` line per fact: accuracy before/after, every step's loss as float32 bits, the exported
+``@pe:`` line per fact: accuracy before/after, every step's loss as float32 bits (and the
+saturated-update count after it), the exported
 parameters and their SHA-256 (computed on the device, runtime_c/runtime/pe_sha256.c). The
 instruction-count plugin (codegen/targets/profile.py) reports the phases the firmware marks:
 ``init``, ``step`` (and inside it ``forward``, ``loss``, ``backward``, ``update``), ``eval``,
@@ -166,6 +167,7 @@ class DeviceResult:
 
     board: str
     loss_bits: np.ndarray
+    saturated: np.ndarray                       # <p>_saturation_count() after each step
     eval_before: tuple[int, int] | None
     eval_after: tuple[int, int] | None
     eval_kind: str                              # accuracy | mse | none
@@ -179,6 +181,12 @@ class DeviceResult:
     @property
     def loss(self) -> list[float]:
         return [float(v) for v in self.loss_bits.view(np.float32)]
+
+    def saturation(self) -> dict[str, Any]:
+        """``saturated_updates`` and ``saturated_per_step`` (as ``fit`` reports them)."""
+        from .host import saturation_series
+
+        return saturation_series(self.saturated)
 
     def accuracy(self, which: str) -> float | None:
         ev = self.eval_before if which == "before" else self.eval_after
@@ -225,6 +233,7 @@ def parse_run(project: Project, board: Any, result: Any, *, profile_ops: bool = 
         raise DeviceRunError(f"{board.name}: firmware exited with status {result.exit_code} "
                              f"({(result.stderr or tail).strip()[-200:]!r})", text)
     losses: dict[int, int] = {}
+    saturated: dict[int, int] = {}
     evals: dict[str, tuple[int, int]] = {}
     params: dict[int, bytes] = {}
     outputs: dict[int, bytes] = {}
@@ -240,6 +249,7 @@ def parse_run(project: Project, board: Any, result: Any, *, profile_ops: bool = 
                 begun = True
             elif tag == "loss":
                 losses[int(f[1])] = int(f[2], 16)
+                saturated[int(f[1])] = int(f[3])
             elif tag == "eval":
                 evals[f[1]] = (int(f[2]), int(f[3]))
             elif tag == "params":
@@ -276,6 +286,7 @@ def parse_run(project: Project, board: Any, result: Any, *, profile_ops: bool = 
     return DeviceResult(
         board=board.name,
         loss_bits=np.array([losses[k] for k in range(steps)], dtype=np.uint32),
+        saturated=np.array([saturated[k] for k in range(steps)], dtype=np.int64),
         eval_before=mse_pair(evals.get("before")),
         eval_after=mse_pair(evals.get("after" if steps else "before")),
         eval_kind=kind, params=blob, params_sha256=sha, outputs=outputs,
@@ -333,7 +344,7 @@ def result_json(project: Project, res: DeviceResult) -> dict[str, Any]:
         "train_samples": data["train_samples"], "eval_samples": data["eval_samples"],
         "epochs": data["epochs"], "steps": len(res.loss_bits),
         "accuracy_before": res.accuracy("before"), "accuracy_after": res.accuracy("after"),
-        "loss": res.loss, "params_sha256": res.params_sha256,
+        "loss": res.loss, "params_sha256": res.params_sha256, **res.saturation(),
         "instructions": res.instructions, "stack_used_bytes": res.stack_used,
     }
     if res.eval_kind == "mse":
@@ -362,6 +373,11 @@ def format_result(summary: dict[str, Any], build: dict[str, Any] | None = None,
             chunk = losses[e * per:(e + 1) * per]
             lines.append(f"  epoch {e + 1}/{epochs}: mean loss {np.mean(chunk):.4f} "
                          f"(first {chunk[0]:.4f}, last {chunk[-1]:.4f})")
+    if steps:
+        from ..train.report import saturation_line
+
+        lines.append(saturation_line(summary["saturated_updates"],
+                                     summary["saturated_per_step"]))
     if summary.get("accuracy_before") is not None:
         lines.append(f"accuracy on the eval split: before {acc(summary['accuracy_before'])} -> "
                      f"after {acc(summary['accuracy_after'])}")

@@ -2,7 +2,8 @@
 
 Data crosses as raw binary files in a temporary directory: int8 inputs back to back, labels as
 int32 little-endian (or int8 targets), the sample order as int32 little-endian; the harness
-writes int8 outputs, per-step losses as float32 bits and the exported parameters.
+writes int8 outputs, per-step losses as float32 bits, the exported parameters and the
+saturated-update count (``<p>_saturation_count()``) after every step.
 """
 
 from __future__ import annotations
@@ -125,7 +126,8 @@ def run_host_fit(project: Any, x: np.ndarray, targets: np.ndarray, order: Any = 
     the output's shape for MSE. order: None (file order each epoch), an int seed (a fresh
     permutation per epoch, as ``golden.training.fit(shuffle=True, seed=...)``), the sample
     indices of one epoch (repeated), or a 2-D (epochs, steps) array. Returns ``{"loss":
-    [per step], "epoch_loss": [...], "steps", "params_sha256", "params": bytes}``."""
+    [per step], "epoch_loss": [...], "steps", "params_sha256", "params": bytes,
+    "saturated_updates", "saturated_per_step"}`` (as ``golden.training.fit``)."""
     proj = _project(project)
     training = proj.manifest.get("training")
     if training is None:
@@ -158,9 +160,10 @@ def run_host_fit(project: Any, x: np.ndarray, targets: np.ndarray, order: Any = 
         steps.astype("<i4").tofile(t / "order.bin")
         _run(binary, ["fit", str(t / "inputs.bin"), str(t / "targets.bin"),
                       str(t / "order.bin"), str(len(steps)), str(t / "losses.bin"),
-                      str(t / "params.bin")])
+                      str(t / "params.bin"), str(t / "saturated.bin")])
         bits = np.fromfile(t / "losses.bin", dtype="<u4")
         params = (t / "params.bin").read_bytes()
+        counts = np.fromfile(t / "saturated.bin", dtype="<u4").astype(np.int64)
     losses = [float(v) for v in bits.view("<f4").astype(np.float32)]
     per = len(steps) // int(epochs) if epochs else 0
     epoch_loss = []
@@ -169,4 +172,13 @@ def run_host_fit(project: Any, x: np.ndarray, targets: np.ndarray, order: Any = 
         epoch_loss.append(float(np.mean(chunk)) if chunk else float("nan"))
     return {"loss": losses, "loss_bits": bits.astype(np.uint32), "epoch_loss": epoch_loss,
             "steps": len(losses), "params_sha256": hashlib.sha256(params).hexdigest(),
-            "params": params}
+            "params": params, **saturation_series(counts)}
+
+
+def saturation_series(counts: np.ndarray) -> dict[str, Any]:
+    """``saturated_updates`` and ``saturated_per_step`` of a run from the cumulative
+    ``<p>_saturation_count()`` after each step (counted from ``<p>_init()``, i.e. 0)."""
+    counts = np.asarray(counts, np.int64).reshape(-1)
+    per_step = np.diff(counts, prepend=0)
+    return {"saturated_updates": int(counts[-1]) if counts.size else 0,
+            "saturated_per_step": [int(v) for v in per_step]}

@@ -2,8 +2,10 @@
 
 State exists only for trainable parameters and, where a layer trains a subset of its output
 channels, only for those channels (momentum, Adam m/v, master copies, accumulators all have the
-gradient's shape). Shared state (step counter, Adam's running powers, the scheduled lr) is
-created once. Layout of the update ops' inputs: ``ir.ops.UPDATE_INPUTS``.
+gradient's shape). Each parameter also has an int32 (1,) count of its saturated updates
+(``train_optim``; per parameter so that update ops share no written tensor and stay free to
+reorder; in the parameter pool, so checkpoints keep it). Shared state (step counter, Adam's
+running powers, the scheduled lr) is created once. Layout of the update ops' inputs: ``ir.ops.UPDATE_INPUTS``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..golden.numerics import quantize_multipliers
-from ..golden.train_optim import MASTER_FRAC_BITS
+from ..golden.train_optim import MASTER_FRAC_BITS, forward_bias_limit
 from ..ir import Graph, Op, Role, Tensor
 from ..ir.ops import UPDATE_INPUTS
 from .spec import TrainSpec
@@ -46,6 +48,20 @@ def int32_master_init(data: np.ndarray, kind: str, channels: tuple[int, ...] | N
     if kind == "weight":
         return (np.asarray(init, np.int64) << MASTER_FRAC_BITS).astype(np.int32)
     return np.zeros(np.shape(init), np.int32)
+
+
+def layer_bias_limit(graph: Graph, layer: Op) -> int | None:
+    """``bias_limit`` of a layer's trained bias: the largest |bias| for which its forward int32
+    accumulator cannot overflow (``golden.train_optim.forward_bias_limit``)."""
+    w = graph.tensors[layer.inputs[1]]
+    x = graph.tensors[layer.inputs[0]]
+    if x.quant is None:
+        return None
+    if layer.type == "depthwise_conv2d":
+        taps = w.shape[1] * w.shape[2]
+    else:                                   # conv OHWI (per-group input channels), FC (O, I)
+        taps = int(np.prod(w.shape[1:], dtype=np.int64))
+    return forward_bias_limit(taps, int(x.quant.zero_point[0]))
 
 
 class Updater:
@@ -122,14 +138,20 @@ class Updater:
             slot["accum"] = self._state(f"{param}:accum", gshape, "float32", zeros, "accum",
                                         param)
             slot["step"] = self.step
-        mutated = [slot[k] for k in ("param", "buf1", "buf2", "master", "accum") if slot[k]
-                   and slot[k] != self.pows]
+        slot["saturated"] = self._state(f"{param}:saturated", (1,), "int32",
+                                        np.zeros(1, np.int32), "saturated", param)
+        mutated = [slot[k] for k in ("param", "buf1", "buf2", "master", "accum", "saturated")
+                   if slot[k] and slot[k] != self.pows]
         attrs: dict[str, Any] = {"updates": tuple(mutated), "mode": self.mode,
                                  "lr": float(opt.lr), "channels": channels,
                                  "channel_axis": axis, "accumulate": self.spec.accumulate,
                                  "forward": layer.name, "kind": kind}
         if slot["master"] and self.mode == "int8":
             attrs["master_frac_bits"] = MASTER_FRAC_BITS
+        if kind == "bias" and p.dtype == "int32":
+            limit = layer_bias_limit(g, layer)
+            if limit is not None:
+                attrs["bias_limit"] = limit
         if opt.name == "adam":
             attrs.update(beta1=opt.beta1, beta2=opt.beta2, eps=opt.eps)
             op_type = "adam_update"

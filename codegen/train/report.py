@@ -126,3 +126,15 @@ def format_training_graph(g: Graph) -> str:
                  f"tensors, {s['optimizer_state_bytes']} B; constants {s['constant_bytes']} B; "
                  f"largest gradient {s['largest_gradient_bytes']} B")
     return "\n".join(lines)
+
+
+def saturation_line(total: int, per_step: list[int]) -> str:
+    """One line for a person: how many parameter updates saturated in a run (``fit`` and
+    ``sim``; the counts of ``golden.training.fit`` / ``<prefix>_saturation_count()``)."""
+    if not total:
+        return "saturation: none (no parameter update was clamped)"
+    hit = [k for k, n in enumerate(per_step) if n]
+    first = f", first at step {hit[0] + 1}" if hit else ""
+    return (f"saturation: {total:,} parameter updates clamped to the int8/int32 range in "
+            f"{len(hit):,} of {len(per_step):,} steps{first} (the learning rate is too high "
+            "for these parameters: lower it or train with master_weights)")

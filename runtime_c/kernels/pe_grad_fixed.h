@@ -140,6 +140,17 @@ static inline int32_t pe_sat_shl_s32(int32_t x, int32_t s)
     return pe_shl_wrap_s32(x, s);
 }
 
+/* Whether the saturating left shift of pe_mul_by_multiplier_sat(x, M, shift) clips
+ * (train_numerics.shl_saturates): shift > 0 and x * 2^min(shift, 32) outside int32. */
+static inline int pe_shl_saturates(int32_t x, int64_t shift)
+{
+    const int32_t s = shift > 32 ? 32 : (int32_t)shift;
+    if (shift <= 0 || x == 0) {
+        return 0;
+    }
+    return s >= 32 || x > (INT32_MAX >> s) || x < pe_asr_s32(INT32_MIN, s);
+}
+
 /* train_numerics.mul_by_multiplier_sat: TFLM MultiplyByQuantizedMultiplier with a
  * saturating left shift and any shift (a right shift of 32 or more gives 0). The shift is
  * passed as int64 so that sums of exponents cannot overflow. */

@@ -387,12 +387,16 @@ typedef struct {
 
 /* Update ops: the parameter seen as (outer, channels, inner) around its channel axis; the
  * gradient and every per-parameter buffer as (outer, count, inner), count = trained channels
- * (= channels when the channel list is NULL). */
+ * (= channels when the channel list is NULL). [lo, hi]: the parameter's saturation range
+ * (train_optim.param_limits): [-127, 127] for int8 weights; for int32 biases +-bias_limit,
+ * within which the layer's forward int32 accumulator cannot overflow, or the int32 range. */
 typedef struct {
     int32_t outer;
     int32_t channels;
     int32_t inner;
     int32_t count;
+    int32_t lo;
+    int32_t hi;
 } pe_update_dims;
 
 /* fp32 SGD: lr = float32(attr lr) (used when the lr slot is NULL); momentum used when buf1

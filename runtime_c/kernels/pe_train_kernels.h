@@ -218,33 +218,38 @@ void pe_grad_add_s8(int32_t size, const int8_t *g1, const int32_t *g1_exp, const
  * Updates (ops.UPDATE_INPUTS slots; an absent slot is NULL). channels: the trained channels
  * (dims->count of them, ascending; NULL = all); qas: one factor per trained channel (fp32)
  * or multiplier + shift (int8 mode). Parameters saturate: int8 weights to [-127, 127], int32
- * biases to int32.
+ * biases to [dims->lo, dims->hi] (forward-safe: the layer's int32 accumulator cannot wrap);
+ * nothing wraps. saturated (int32, one value; NULL: not counted): the kernel
+ * adds, saturating at INT32_MAX, the number of trained entries whose update clamped a value
+ * or met a NaN (codegen/golden/train_optim.py lists the conditions per kernel).
  */
 void pe_sgd_update_f32_s8(const pe_sgd_params_f32 *params, const pe_update_dims *dims,
                           const int32_t *channels, int8_t *param, const float *grad,
                           const float *qas, float *buf1, float *master, const float *lr,
-                          float *accum, const int32_t *step);
+                          float *accum, const int32_t *step, int32_t *saturated);
 void pe_sgd_update_f32_s32(const pe_sgd_params_f32 *params, const pe_update_dims *dims,
                            const int32_t *channels, int32_t *param, const float *grad,
                            const float *qas, float *buf1, float *master, const float *lr,
-                           float *accum, const int32_t *step);
+                           float *accum, const int32_t *step, int32_t *saturated);
 void pe_sgd_update_s8_s8(const pe_sgd_params *params, const pe_update_dims *dims,
                          const int32_t *channels, int8_t *param, const int32_t *grad,
                          const int32_t *qas, const int32_t *grad_exp, const int32_t *qas_shift,
-                         int32_t *buf1, int32_t *master);
+                         int32_t *buf1, int32_t *master, int32_t *saturated);
 void pe_sgd_update_s8_s32(const pe_sgd_params *params, const pe_update_dims *dims,
                           const int32_t *channels, int32_t *param, const int32_t *grad,
                           const int32_t *qas, const int32_t *grad_exp,
-                          const int32_t *qas_shift, int32_t *buf1, int32_t *master);
+                          const int32_t *qas_shift, int32_t *buf1, int32_t *master,
+                          int32_t *saturated);
 void pe_adam_update_f32_s8(const pe_adam_params_f32 *params, const pe_update_dims *dims,
                            const int32_t *channels, int8_t *param, const float *grad,
                            const float *qas, float *buf1, float *buf2, const float *pows,
-                           float *master, const float *lr, float *accum, const int32_t *step);
+                           float *master, const float *lr, float *accum, const int32_t *step,
+                           int32_t *saturated);
 void pe_adam_update_f32_s32(const pe_adam_params_f32 *params, const pe_update_dims *dims,
                             const int32_t *channels, int32_t *param, const float *grad,
                             const float *qas, float *buf1, float *buf2, const float *pows,
                             float *master, const float *lr, float *accum,
-                            const int32_t *step);
+                            const int32_t *step, int32_t *saturated);
 
 /* The last op of a step: step += 1; when an update was applied, Adam's powers advance and the
  * lr schedule moves (lr, pows: NULL when absent). pe_step_counter_s8 (backward: int8) only

@@ -55,6 +55,7 @@ def test_board_training_equals_host_and_golden(name, references, tmp_path):
                            f"first at step {bad[0]}")
     assert np.array_equal(_bits(host["loss"]), _bits(gold["loss"]))
     assert dev["params_sha256"] == host["params_sha256"] == gold["params_sha256"]
+    assert dev["saturated_per_step"] == host["saturated_per_step"] == gold["saturated_per_step"]
     assert dev["accuracy_before"] == gold["accuracy_before"]
     assert dev["accuracy_after"] == gold["accuracy_after"]
 
@@ -67,3 +68,24 @@ def test_board_training_equals_host_and_golden(name, references, tmp_path):
     assert ins["infer"] > 0 and ins["calls"]["step"] == dev["steps"]
     mem = dev["memory"]
     assert mem["fits"] and 0 < mem["stack_used_bytes"] <= mem["stack_bytes"]
+
+
+AGGRESSIVE = "bias:all+weight:last2,opt=sgd,lr=0.5,momentum=0.9"
+
+
+@pytest.mark.parametrize("name", ["mps2-an386", "mps2-an385"])
+def test_board_counts_saturated_updates_as_golden(name, tmp_path):
+    """At an aggressive lr the firmware's per-step saturation counts (fp32 on the M4F, int8
+    on the M3) equal the golden model's, and are not all zero."""
+    board = runnable(name)
+    train, _ = digits_data()
+    spec = f"{AGGRESSIVE},backward={board.default_backward}"
+    dev = fit_model(digits_graph(), spec, train, None, epochs=EPOCHS, seed=SEED, engine=name,
+                    keep_dir=tmp_path / name)
+    gold = fit_model(digits_graph(), spec, train, None, epochs=EPOCHS, seed=SEED,
+                     engine="golden")
+    assert gold["saturated_updates"] > 0
+    assert dev["saturated_per_step"] == gold["saturated_per_step"]
+    assert dev["saturated_updates"] == gold["saturated_updates"]
+    assert dev["params_sha256"] == gold["params_sha256"]
+    assert np.array_equal(_bits(dev["loss"]), _bits(gold["loss"]))

@@ -282,6 +282,94 @@ def test_sgd_int8_saturation_and_tiny_steps():
     assert np.array_equal(tiny, w)                           # shifts below -31 round to 0
 
 
+def _count(out: dict) -> int:
+    return int(out["saturated"][0])
+
+
+def test_fp32_updates_count_saturated_entries():
+    zero = np.zeros(1, np.int32)
+    w = np.array([3, 120, -120, 127, 0, 5], np.int8)
+    g = np.array([0.5, -100.0, 100.0, -0.25, np.nan, 0.0], np.float32)
+    out = to.sgd_update_f32(w, g, np.ones(1, np.float32), ALL, lr=1.0, saturated=zero)
+    # 2.5 fits; 220 and -220 clip; 127.25 rounds to 127 (in range, not saturated); NaN
+    assert out["param"].tolist() == [3, 127, -127, 127, 0, 5] and _count(out) == 3
+    b = np.array([nx.INT32_MAX - 5, nx.INT32_MIN + 5, 7, nx.INT32_MIN], np.int32)
+    gb = np.array([-5.0, 6.0, np.nan, 0.0], np.float32)       # +5 fits, -6 clips, NaN
+    out = to.sgd_update_f32(b, gb, np.ones(1, np.float32), ALL, lr=1.0,
+                            saturated=np.array([10], np.int32))
+    assert out["param"].tolist() == [nx.INT32_MAX, nx.INT32_MIN, 7, nx.INT32_MIN]
+    assert _count(out) == 10 + 2
+    # a master far beyond the int8 range keeps counting while the weight stays clamped
+    master = np.array([300.0, 1.0], np.float32)
+    out = to.sgd_update_f32(np.array([127, 1], np.int8), np.array([-1.0, 0.0], np.float32),
+                            np.ones(1, np.float32), ALL, lr=1.0, master=master,
+                            saturated=zero)
+    assert out["param"].tolist() == [127, 1] and _count(out) == 1
+    # the counter itself saturates; no slot, no count; accumulating steps count nothing
+    full = np.array([nx.INT32_MAX - 1], np.int32)
+    out = to.sgd_update_f32(w, g, np.ones(1, np.float32), ALL, lr=1.0, saturated=full)
+    assert _count(out) == nx.INT32_MAX
+    assert "saturated" not in to.sgd_update_f32(w, g, np.ones(1, np.float32), ALL, lr=1.0)
+    acc = to.sgd_update_f32(w, g, np.ones(1, np.float32), ALL, lr=1.0, accum=np.zeros(6),
+                            step=np.zeros(1, np.int32), accumulate=2, saturated=zero)
+    assert set(acc) == {"accum"}
+    m0 = np.zeros(2, np.float32)
+    out = to.adam_update_f32(np.array([127, 0], np.int8), np.array([-1.0, 1e-3], np.float32),
+                             np.array([1e6], np.float32), ALL, lr=0.1, beta1=0.9,
+                             beta2=0.999, eps=1e-8, m=m0, v=m0, pows=np.ones(2, np.float32),
+                             saturated=zero)
+    assert out["param"].tolist() == [127, -127] and _count(out) == 2
+
+
+def test_bias_limit_keeps_the_forward_accumulator_from_wrapping():
+    # FC with 64 inputs at zero point -128: |sum w*(x - zp)| <= 64 * 127 * 255
+    limit = to.forward_bias_limit(64, -128)
+    assert limit == nx.INT32_MAX - 64 * 127 * 255
+    assert to.forward_bias_limit(70_000, -128) is None         # products alone can overflow
+    assert to.param_limits(np.int32, limit) == (-limit, limit)
+    assert to.param_limits(np.int32) == (nx.INT32_MIN, nx.INT32_MAX)
+    b = np.array([limit - 5, -limit + 5, 0], np.int32)
+    zero = np.zeros(1, np.int32)
+    for out in (to.sgd_update_f32(b, np.array([-1e12, 1e12, 1.0], np.float32),
+                                  np.ones(1, np.float32), ALL, lr=1.0, saturated=zero,
+                                  bias_limit=limit),
+                to.sgd_update_i8(b, np.array([-(2**30), 2**30, 0]), 10,
+                                 np.full(3, 2**30), np.zeros(3), ALL, saturated=zero,
+                                 bias_limit=limit)):
+        assert out["param"][:2].tolist() == [limit, -limit] and _count(out) == 2
+        # the extreme forward accumulator plus the saturated bias still fits int32
+        assert limit + 64 * 127 * 255 <= nx.INT32_MAX
+    with pytest.raises(ValueError, match="bias_limit"):
+        to.param_limits(np.int32, -1)
+
+
+def test_int8_updates_count_saturated_entries():
+    m, k = nx.quantize_multiplier(0.5)
+    zero = np.zeros(1, np.int32)
+    w = np.array([120, -120, 5, 0], np.int8)
+    acc = np.array([-1000, 1000, 1, 2**30])
+    # e = 1: the last step 2**30 * 2 * 0.5 clips in the left shift before anything else
+    out = to.sgd_update_i8(w, acc, 1, np.full(4, m), np.full(4, k), ALL, saturated=zero)
+    assert out["param"].tolist() == [127, -127, 4, -127] and _count(out) == 3
+    # int32 master of a weight: the clamp at +-(127 << F) counts, the weight stays 127
+    f = to.MASTER_FRAC_BITS
+    out = to.sgd_update_i8(np.array([127, 0], np.int8), np.array([-(2**20), 2]), 0,
+                           np.full(2, m), np.full(2, k), ALL, master=np.array([127 << f, 0]),
+                           saturated=zero)
+    assert out["master"].tolist()[0] == 127 << f and _count(out) == 1
+    # momentum buffer saturation
+    mq_buf = np.array([nx.INT32_MAX, 0], np.int64)
+    out = to.sgd_update_i8(np.array([0, 0], np.int8), np.array([2**22, 0]), 0,
+                           np.full(2, m), np.full(2, k), ALL, momentum=0.9, buf=mq_buf,
+                           saturated=zero)
+    assert out["buf1"].tolist()[0] == nx.INT32_MAX and _count(out) == 1
+    # int32 bias with its remainder master: the bias sum clips
+    out = to.sgd_update_i8(np.array([nx.INT32_MAX - 1], np.int32), np.array([-(2**28)]), 0,
+                           np.full(1, m), np.full(1, k), ALL, master=np.zeros(1),
+                           saturated=zero)
+    assert out["param"].tolist() == [nx.INT32_MAX] and _count(out) == 1
+
+
 def test_sgd_int8_momentum_sequence_and_channels():
     rng = np.random.default_rng(5)
     w = rng.integers(-60, 60, (3, 4)).astype(np.int8)

@@ -316,8 +316,12 @@ def test_state_only_for_trainable_parameters(digits):
     assert st.parameters == params
     assert set(st.values) == set(params) | {s["tensor"] for s in meta["state"]}
     fc_w = next(p for p in meta["parameters"] if p["channels"] is not None)
-    moments = [s for s in meta["state"] if s.get("param") == fc_w["tensor"]]
-    assert moments and all(st[s["tensor"]].shape[0] == len(fc_w["channels"]) for s in moments)
+    own = [s for s in meta["state"] if s.get("param") == fc_w["tensor"]]
+    moments = [s for s in own if s["kind"] != "saturated"]
+    assert sorted(s["kind"] for s in moments) == ["adam_m", "adam_v"]
+    assert all(st[s["tensor"]].shape[0] == len(fc_w["channels"]) for s in moments)
+    counters = [s for s in own if s["kind"] == "saturated"]      # one int32 count per param
+    assert len(counters) == 1 and st[counters[0]["tensor"]].tolist() == [0]
     exported = st.export()
     assert list(exported) == params
     frozen = [n for n, t in tg.tensors.items() if t.is_const and t.role.value == "weight"

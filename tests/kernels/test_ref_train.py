@@ -153,6 +153,28 @@ def test_cases_cover_the_parameter_space() -> None:
     assert seen["schedule"] == {"constant", "step", "warmup"}
 
 
+def test_update_cases_reach_saturation() -> None:
+    """The random update cases (compared with C above, counter included) saturate in some
+    cases and not in others, and some push the counter itself to INT32_MAX."""
+    for kind, mode in (("sgd_update", "fp32"), ("sgd_update", "int8"), ("adam_update", "fp32")):
+        rng = np.random.default_rng(2024)
+        seen = {"none": 0, "counted": 0, "counter_full": 0}
+        for _ in range(300):
+            case = TRAIN_CASES[kind](rng, mode)
+            assert case is not None
+            g, vals = case
+            slots = dict(zip(UPDATE_INPUTS, g.ops[0].inputs))
+            if not slots["saturated"]:
+                continue
+            before = int(vals[UPDATE_INPUTS.index("saturated")][0])
+            new = build_train_kernel(g, g.ops[0]).run(list(vals))
+            after = int(new.get(slots["saturated"], [before])[0])
+            assert before <= after <= INT32_MAX
+            seen["counted" if after > before else "none"] += 1
+            seen["counter_full"] += after == INT32_MAX and before < INT32_MAX
+        assert min(seen.values()) > 0, (kind, mode, seen)
+
+
 def test_adam_has_no_int8_kernel() -> None:
     g, _ = TRAIN_CASES["adam_update"](np.random.default_rng(0), "fp32")
     op = g.ops[0]
@@ -238,6 +260,17 @@ def test_rounding_matches_golden(train_primitives: ctypes.CDLL) -> None:
         _call(train_primitives, "t_round_sat", x.size, x, lo, hi, got)
         with np.errstate(invalid="ignore"):
             assert np.array_equal(got, tn.round_sat_f32(x, lo, hi))
+        flag = np.zeros(x.size, np.int32)
+        _call(train_primitives, "t_round_sat_flag", x.size, x, lo, hi, got, flag)
+        want = tn.round_saturates(x, lo, hi)
+        with np.errstate(invalid="ignore"):
+            assert np.array_equal(got, tn.round_sat_f32(x, lo, hi))
+        assert np.array_equal(flag, want.astype(np.int32))
+        assert 0 < np.count_nonzero(want) < x.size             # both outcomes reached
+        # a value rounding to exactly lo or hi is not saturated; one quantum beyond is
+        edge = np.array([lo, hi, float(lo) - 1.0, float(hi) + 1.0], np.float32)
+        assert tn.round_saturates(edge, lo, hi).tolist() == (
+            [False, False, True, True] if hi == 127 else [False, True, False, True])
     steps = np.zeros(x.size, np.int64)
     _call(train_primitives, "t_round_step", x.size, x, steps)
     with np.errstate(invalid="ignore"):
@@ -257,6 +290,10 @@ def test_integer_helpers_match_golden(train_primitives: ctypes.CDLL) -> None:
     out = np.zeros(n, np.int32)
     _call(train_primitives, "t_mbqm_sat", n, x, m, s, out)
     assert np.array_equal(out, tn.mul_by_multiplier_sat(x, m, s))
+    _call(train_primitives, "t_shl_saturates", n, x, s, out)
+    want = tn.shl_saturates(x, s)
+    assert np.array_equal(out, want.astype(np.int32))
+    assert 0 < np.count_nonzero(want) < n
     q = rng.integers(-127, 128, size=n).astype(np.int32)
     sh = rng.integers(-40, 17, size=n).astype(np.int32)
     _call(train_primitives, "t_shift_exp", n, q, sh, out)

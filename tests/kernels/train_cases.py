@@ -434,6 +434,12 @@ def _update(rng: Rng, mode: str, kind: str) -> Case | None:
     lr = float(10.0 ** rng.uniform(-4, -1))
     attrs = {"mode": mode, "lr": lr, "channels": ch, "channel_axis": axis, "accumulate": 1,
              "forward": "f", "kind": role}
+    if is_bias and rng.random() < 0.5:         # a forward-safe bias range (bias_limit)
+        limit = int(rng.choice([int(rng.integers(20000, 40000)), 2**31 - 1 - 127 * 255 * 9,
+                                2**31 - 1]))
+        attrs["bias_limit"] = limit
+        if rng.random() < 0.3:
+            p[...] = rng.choice([limit, -limit, limit - 3], size=shape)
     if b.int8:
         acc = rng.integers(-(1 << 20), 1 << 20, size=gshape).astype(np.int32)
         if rng.random() < 0.2:
@@ -500,6 +506,11 @@ def _update(rng: Rng, mode: str, kind: str) -> Case | None:
                               Role.OPTIMIZER_STATE)
             slots["step"] = ((1,), "int32", np.array([rng.integers(0, 20)], np.int32),
                              Role.OPTIMIZER_STATE)
+    if rng.random() < 0.9:                 # the saturation counter (NULL otherwise)
+        count = int(rng.choice([0, int(rng.integers(0, 1000)), 2**31 - 1,
+                                2**31 - 1 - int(rng.integers(0, 4))]))
+        slots["saturated"] = ((1,), "int32", np.array([count], np.int32),
+                              Role.OPTIMIZER_STATE)
     updates = []
     for slot in UPDATE_INPUTS:
         if slot not in slots:
@@ -508,7 +519,7 @@ def _update(rng: Rng, mode: str, kind: str) -> Case | None:
         sh, dt, val, role_ = slots[slot]
         name = f"s_{slot}"
         b.add_input(name, sh, dt, val, role=role_)
-        if slot in ("param", "buf1", "buf2", "master", "accum"):
+        if slot in ("param", "buf1", "buf2", "master", "accum", "saturated"):
             updates.append(name)
     attrs["updates"] = tuple(updates)
     return b.op(kind, [], attrs)

@@ -30,6 +30,23 @@ void t_round_sat(int32_t n, const float *x, int32_t lo, int32_t hi, int32_t *out
     for (i = 0; i < n; ++i) out[i] = pe_round_sat_f32(x[i], lo, hi);
 }
 
+void t_round_sat_flag(int32_t n, const float *x, int32_t lo, int32_t hi, int32_t *out,
+                      int32_t *flag)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) {
+        int saturated = -1;
+        out[i] = pe_round_sat_flag_f32(x[i], lo, hi, &saturated);
+        flag[i] = saturated;
+    }
+}
+
+void t_shl_saturates(int32_t n, const int32_t *x, const int64_t *s, int32_t *out)
+{
+    int32_t i;
+    for (i = 0; i < n; ++i) out[i] = pe_shl_saturates(x[i], s[i]);
+}
+
 void t_round_step(int32_t n, const float *x, int64_t *out)
 {
     int32_t i;

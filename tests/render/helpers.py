@@ -26,6 +26,20 @@ def model_path(name: str) -> Path:
     return path
 
 
+def shared_graph(name: str) -> Graph:
+    """A shared model as the code generator takes it: int8 models as they are, the float KWS
+    model quantized with 100 seeded random calibration inputs (skips if the file is absent)."""
+    from codegen.frontend import load_model
+    from codegen.quant import quantize
+
+    graph = load_model(model_path(name))
+    t = graph.tensors[graph.inputs[0]]
+    if t.dtype == "float32":
+        calib = np.random.default_rng(7).normal(0, 1, size=(100, *t.shape[1:]))
+        graph = quantize(graph, calib.astype(np.float32))
+    return graph
+
+
 def need(tool: str) -> str:
     path = shutil.which(tool)
     if path is None:

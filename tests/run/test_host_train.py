@@ -63,6 +63,8 @@ def test_host_training_bit_exact(tmp_path, digits_data, config):
                            f"{bad[0]}: host {host['loss'][bad[0]]!r} golden "
                            f"{gold['loss'][bad[0]]!r}")
     assert host["params_sha256"] == gold["params_sha256"] == state.params_sha256()
+    assert host["saturated_per_step"] == gold["saturated_per_step"]
+    assert host["saturated_updates"] == gold["saturated_updates"]
     assert len(host["params"]) == proj.manifest["training"]["export_bytes"]
     if not sanitize:
         # the exported parameters load back (pe_params_import) and infer as the golden model
@@ -72,6 +74,51 @@ def test_host_training_bit_exact(tmp_path, digits_data, config):
         # pe_infer of a training project starts from the initial parameters (pe_init)
         fresh = predict(tg, TrainState.from_graph(tg), xe)
         assert np.array_equal(run_host_infer(build, xe), fresh)
+
+
+# Shared models under ASan + UBSan: a few steps of the code-generation benchmark's trainable
+# set (tests/benchmark_codegen.py; MSE for the autoencoder), backward modes alternating so that
+# both kernel families run on real layer shapes.
+SANITIZED_STEPS = 3
+SANITIZED_SPECS = {
+    "ad01_int8.tflite": "bias:all+weight:last2,opt=sgd,lr=0.001,loss=mse,backward=fp32",
+    "kws_ref_model.tflite": "bias:all+weight:last2,opt=sgd,lr=0.001,backward=int8",
+    "kws_ref_model_float32.tflite": "bias:all+weight:last2,opt=sgd,lr=0.001,backward=fp32",
+    "pretrainedResnet_quant.tflite": "bias:all+weight:last2,opt=sgd,lr=0.001,backward=int8",
+    "vww_96_int8.tflite": "bias:all+weight:last2,opt=sgd,lr=0.001,backward=fp32",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SANITIZED_SPECS))
+def test_shared_model_training_sanitized(tmp_path, name):
+    """The training project of every shared model builds and runs under ASan + UBSan and
+    equals the golden model: losses (float32 bits), params_sha256, saturation per step, and
+    inference with the exported parameters."""
+    from tests.render.helpers import SHARED_MODELS, random_int8, shared_graph
+
+    assert set(SANITIZED_SPECS) == set(SHARED_MODELS)
+    need("make")
+    graph = shared_graph(name)
+    spec = load_spec(SANITIZED_SPECS[name])
+    x = random_int8(graph, SANITIZED_STEPS, seed=21)
+    if spec.loss == "mse":
+        targets = x.reshape(len(x), -1)
+    else:
+        classes = graph.tensors[graph.outputs[0]].shape[-1]
+        targets = np.random.default_rng(22).integers(0, classes, SANITIZED_STEPS)
+    tg = build_training_graph(graph, spec)
+    state = TrainState.from_graph(tg)
+    gold = fit(tg, state, x, targets, epochs=1, shuffle=False)
+    build = build_project(compile_model(graph, spec=spec, out_dir=tmp_path / "p"),
+                          sanitize=True)
+    host = run_host_fit(build, x, targets, order=None, epochs=1)
+    assert np.array_equal(host["loss_bits"],
+                          np.asarray(gold["loss"], np.float32).view(np.uint32)), name
+    assert host["params_sha256"] == gold["params_sha256"]
+    assert host["saturated_per_step"] == gold["saturated_per_step"]
+    xe = random_int8(graph, 2, seed=23)
+    assert np.array_equal(run_host_infer(build, xe, params=host["params"]),
+                          predict(tg, state, xe))
 
 
 def test_host_training_mse(tmp_path):
@@ -91,6 +138,7 @@ def test_host_training_mse(tmp_path):
     assert np.array_equal(host["loss_bits"], np.asarray(gold["loss"], np.float32).view(np.uint32))
     assert host["params_sha256"] == gold["params_sha256"]
     assert host["epoch_loss"] == gold["epoch_loss"]
+    assert host["saturated_per_step"] == gold["saturated_per_step"]
 
 
 def test_fit_engine_host_matches_golden(tmp_path):
@@ -109,7 +157,7 @@ def test_fit_engine_host_matches_golden(tmp_path):
     host = fit_model(path("digits_cnn.onnx"), spec, train, evals, engine="host",
                      progress=lambda e, k, loss: seen.append((e, k)), **kw)
     for key in ("loss", "epoch_loss", "params_sha256", "accuracy_before", "accuracy_after",
-                "steps"):
+                "steps", "saturated_updates", "saturated_per_step"):
         assert host[key] == gold[key], key
     assert host["engine"] == "host" and len(seen) == host["steps"] == 120
     assert host["_state"].params_sha256() == gold["params_sha256"]

@@ -106,7 +106,8 @@ def test_bias_only_vww_update_params_and_metadata():
     for p in meta["parameters"]:
         t = g.tensors[p["tensor"]]
         assert t.role == Role.BIAS and t.dtype == "int32" and t.is_const
-    assert [s["kind"] for s in meta["state"]] == ["step"]       # plain SGD: no buffers
+    # plain SGD: no buffers, a saturation counter per parameter
+    assert [s["kind"] for s in meta["state"]] == ["step"] + ["saturated"] * 4
     assert g.outputs[0] == meta["outputs"]["loss"] and g.tensors[g.outputs[0]].shape == (1,)
     assert g.inputs[-1] == meta["inputs"]["label"]
     json.dumps(meta)                                            # plain Python values
@@ -238,7 +239,8 @@ def test_adam_state_only_for_trainable_parameters():
     state = [t for t in g.tensors.values() if t.role == Role.OPTIMIZER_STATE]
     assert {t.name for t in state} == {s["tensor"] for s in meta["state"]}
     per_param = [s for s in meta["state"] if s["param"] is not None]
-    assert sorted(s["kind"] for s in per_param) == ["adam_m"] * 3 + ["adam_v"] * 3
+    assert sorted(s["kind"] for s in per_param) == (["adam_m"] * 3 + ["adam_v"] * 3
+                                                    + ["saturated"] * 3)
     assert {s["param"] for s in per_param} == set(params)
     shared = sorted(s["kind"] for s in meta["state"] if s["param"] is None)
     assert shared == ["adam_pows", "step"]
@@ -250,7 +252,7 @@ def test_adam_state_only_for_trainable_parameters():
         n = fwd.tensors[p["tensor"]].size
         if p["channels"] is not None:
             n = n // c_fc[0] * len(p["channels"])
-        want += 2 * 4 * n
+        want += 2 * 4 * n + 4                    # m, v and the saturation counter
     want += 2 * 4 + 4
     assert sum(t.nbytes for t in state) == want == training_summary(g)["optimizer_state_bytes"]
     assert all(t.is_const and not t.data.any() for t in state if t.name.endswith(("_m", "_v")))
@@ -258,7 +260,8 @@ def test_adam_state_only_for_trainable_parameters():
         slot = dict(zip(UPDATE_INPUTS, upd.inputs))
         assert slot["buf1"] and slot["buf2"] and slot["pows"] and not slot["grad_exp"]
         assert slot["pows"] not in upd.attrs["updates"]
-        assert set(upd.attrs["updates"]) == {slot["param"], slot["buf1"], slot["buf2"]}
+        assert set(upd.attrs["updates"]) == {slot["param"], slot["buf1"], slot["buf2"],
+                                             slot["saturated"]}
 
 
 def test_master_weights_schedule_and_accumulation_state():
@@ -456,3 +459,23 @@ def test_yaml_spec_errors_are_one_line(tmp_path, yaml_text, words):
         load_spec(p)
     msg = str(e.value)
     assert "\n" not in msg and words in msg and str(p) in msg, msg
+
+
+def test_bias_updates_carry_the_forward_safe_limit():
+    """Each trained int32 bias saturates inside the range where its layer's forward int32
+    accumulator cannot overflow (golden.train_optim.forward_bias_limit)."""
+    from codegen.golden.train_optim import forward_bias_limit
+    from tests.render.helpers import digits_int8
+
+    fwd = digits_int8()
+    g = build(fwd, "bias:all,opt=sgd,lr=0.1")
+    ups = ops_of(g, "sgd_update")
+    assert ups
+    for upd in ups:
+        layer = fwd.op_by_name(upd.attrs["forward"])
+        w, x = fwd.tensors[layer.inputs[1]], fwd.tensors[layer.inputs[0]]
+        taps = w.shape[1] * w.shape[2] if layer.type == "depthwise_conv2d" else \
+            int(np.prod(w.shape[1:]))
+        zp = int(x.quant.zero_point[0])
+        assert upd.attrs["bias_limit"] == forward_bias_limit(taps, zp)
+        assert upd.attrs["bias_limit"] + taps * 127 * max(127 - zp, zp + 128) == 2**31 - 1

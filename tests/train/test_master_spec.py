@@ -64,7 +64,8 @@ def test_int32_master_state_per_trainable_parameter():
         slot = dict(zip(UPDATE_INPUTS, op.inputs))
         param, grad, master = (g.tensors[slot[k]] for k in ("param", "grad", "master"))
         assert master.dtype == "int32" and master.shape == grad.shape
-        assert set(op.attrs["updates"]) == {slot["param"], slot["buf1"], slot["master"]}
+        assert set(op.attrs["updates"]) == {slot["param"], slot["buf1"], slot["master"],
+                                            slot["saturated"]}
         assert op.attrs["master_frac_bits"] == 16
         if param.dtype == "int8":
             ch = op.attrs["channels"]

@@ -10,6 +10,7 @@
  *                         w = clamp(RDBPOT(master, F), -127, 127)
  *   master, int32 bias:   t = sat32(master - s); n = RDBPOT(t, F); master = t - n * 2^F;
  *                         b = sat32(b + n)
+ *   saturated += the entries where the left shift of mbqm_sat or any of these clamps clipped
  */
 #include "pe_grad_fixed.h"
 #include "pe_train_kernels.h"
@@ -19,47 +20,56 @@ enum {
     PE_MOMENTUM_FRAC_BITS = 8
 };
 
-static int32_t pe_sat_param(int64_t v, const pe_param_ref *param)
+/* v clamped to [lo, hi]; *saturated |= whether it clipped. */
+static int32_t pe_clip_s64(int64_t v, int64_t lo, int64_t hi, int *saturated)
 {
-    return v > param->hi ? param->hi : v < param->lo ? param->lo : (int32_t)v;
+    if (v > hi || v < lo) {
+        *saturated = 1;
+        return (int32_t)(v > hi ? hi : lo);
+    }
+    return (int32_t)v;
 }
 
-/* One trained entry: grad acc, multiplier m, total shift (k_c + e + G). */
-static void pe_sgd_entry(const pe_sgd_params *params, const pe_param_ref *param, int32_t p,
-                         int32_t acc, int32_t m, int64_t shift, int32_t *buf, int32_t *master)
+/* One trained entry: grad acc, multiplier m, total shift (k_c + e + G). Returns 1 when the
+ * update saturated. */
+static int pe_sgd_entry(const pe_sgd_params *params, const pe_param_ref *param, int32_t p,
+                        int32_t acc, int32_t m, int64_t shift, int32_t *buf, int32_t *master)
 {
     const int32_t f = params->master_frac_bits;
+    int saturated = pe_shl_saturates(acc, shift);
     int32_t s = pe_mul_by_multiplier_sat(acc, m, shift);
     if (buf != 0) {
         const int64_t decayed = pe_rounding_divide_by_pot_s64(
             (int64_t)params->momentum_q15 * *buf, 15);
-        s = pe_sat_s32_from_s64(decayed + s);
+        s = pe_clip_s64(decayed + s, INT32_MIN, INT32_MAX, &saturated);
         *buf = s;
     }
     if (master == 0) {
         const int32_t delta = buf != 0 ? pe_rounding_divide_by_pot(s, PE_MOMENTUM_FRAC_BITS) : s;
-        pe_param_set(param, p, pe_sat_param((int64_t)pe_param_get(param, p) - delta, param));
+        pe_param_set(param, p, pe_clip_s64((int64_t)pe_param_get(param, p) - delta, param->lo,
+                                           param->hi, &saturated));
     } else if (param->p8 != 0) {                 /* int8 weight: master = w in 2^-F quanta */
         const int64_t lim = (int64_t)127 << f;
-        int64_t w = (int64_t)*master - s;
-        w = w > lim ? lim : w < -lim ? -lim : w;
-        *master = (int32_t)w;
+        *master = pe_clip_s64((int64_t)*master - s, -lim, lim, &saturated);
         pe_param_set(param, p, pe_clamp_s32(pe_rounding_divide_by_pot(*master, f), -127, 127));
     } else {                                     /* int32 bias: master = remainder */
-        const int32_t t = pe_sat_s32_from_s64((int64_t)*master - s);
+        const int32_t t = pe_clip_s64((int64_t)*master - s, INT32_MIN, INT32_MAX, &saturated);
         const int32_t n = pe_rounding_divide_by_pot(t, f);
         *master = (int32_t)((int64_t)t - (int64_t)n * ((int64_t)1 << f));
-        pe_param_set(param, p, pe_sat_param((int64_t)pe_param_get(param, p) + n, param));
+        pe_param_set(param, p, pe_clip_s64((int64_t)pe_param_get(param, p) + n, param->lo,
+                                           param->hi, &saturated));
     }
+    return saturated;
 }
 
 static void pe_sgd_s8(const pe_sgd_params *params, const pe_update_dims *dims,
                       const int32_t *channels, const pe_param_ref *param, const int32_t *grad,
                       const int32_t *qas, const int32_t *grad_exp, const int32_t *qas_shift,
-                      int32_t *buf1, int32_t *master)
+                      int32_t *buf1, int32_t *master, int32_t *saturated)
 {
     const int32_t g_bits = master != 0 ? params->master_frac_bits
                                        : buf1 != 0 ? PE_MOMENTUM_FRAC_BITS : 0;
+    int32_t count = 0;
     int32_t o, j, k;
     for (o = 0; o < dims->outer; ++o) {
         for (j = 0; j < dims->count; ++j) {
@@ -68,27 +78,31 @@ static void pe_sgd_s8(const pe_sgd_params *params, const pe_update_dims *dims,
             const int64_t shift = (int64_t)qas_shift[j] + *grad_exp + g_bits;
             for (k = 0; k < dims->inner; ++k) {
                 const int32_t i = g0 + k;
-                pe_sgd_entry(params, param, p0 + k, grad[i], qas[j], shift,
-                             buf1 != 0 ? &buf1[i] : 0, master != 0 ? &master[i] : 0);
+                count += pe_sgd_entry(params, param, p0 + k, grad[i], qas[j], shift,
+                                      buf1 != 0 ? &buf1[i] : 0, master != 0 ? &master[i] : 0);
             }
         }
     }
+    pe_count_saturated(saturated, count);
 }
 
 void pe_sgd_update_s8_s8(const pe_sgd_params *params, const pe_update_dims *dims,
                          const int32_t *channels, int8_t *param, const int32_t *grad,
                          const int32_t *qas, const int32_t *grad_exp, const int32_t *qas_shift,
-                         int32_t *buf1, int32_t *master)
+                         int32_t *buf1, int32_t *master, int32_t *saturated)
 {
     const pe_param_ref p = pe_param_s8(param);
-    pe_sgd_s8(params, dims, channels, &p, grad, qas, grad_exp, qas_shift, buf1, master);
+    pe_sgd_s8(params, dims, channels, &p, grad, qas, grad_exp, qas_shift, buf1, master,
+              saturated);
 }
 
 void pe_sgd_update_s8_s32(const pe_sgd_params *params, const pe_update_dims *dims,
                           const int32_t *channels, int32_t *param, const int32_t *grad,
                           const int32_t *qas, const int32_t *grad_exp,
-                          const int32_t *qas_shift, int32_t *buf1, int32_t *master)
+                          const int32_t *qas_shift, int32_t *buf1, int32_t *master,
+                          int32_t *saturated)
 {
-    const pe_param_ref p = pe_param_s32(param);
-    pe_sgd_s8(params, dims, channels, &p, grad, qas, grad_exp, qas_shift, buf1, master);
+    const pe_param_ref p = pe_param_s32(param, dims);
+    pe_sgd_s8(params, dims, channels, &p, grad, qas, grad_exp, qas_shift, buf1, master,
+              saturated);
 }

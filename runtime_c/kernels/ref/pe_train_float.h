@@ -6,6 +6,7 @@
  *   pe_logf        the loss's deterministic log (the exact sequence of train_numerics.pe_logf)
  *   pe_roundf      round half away from zero (C roundf) by truncation and an exact remainder
  *   pe_round_sat_f32  sat(round(x)) into [lo, hi] as train_numerics.round_sat_f32 (NaN -> 0)
+ *                  (pe_round_sat_flag_f32 also says whether it saturated)
  *   pe_round_step_i64 an int32 bias's fp32 update as an integer step (train_optim)
  *   pe_sqrtf       correctly rounded square root by integer digit recurrence: the IEEE-754
  *                  result on every target, with or without an FPU or a C library (a
@@ -103,20 +104,34 @@ static inline float pe_roundf(float x)
 
 /* sat(round_half_away(x)) into [lo, hi] (lo, hi exactly representable or INT32_MAX, whose
  * float is 2^31); NaN gives 0. */
-static inline int32_t pe_round_sat_f32(float x, int32_t lo, int32_t hi)
+/* sat(round(x)) into [lo, hi] and whether it saturated (*saturated = 1: x is NaN, or round(x)
+ * lies outside [lo, hi]; train_numerics.round_saturates). */
+static inline int32_t pe_round_sat_flag_f32(float x, int32_t lo, int32_t hi, int *saturated)
 {
     float r;
+    int32_t v;
     if (x != x) {
+        *saturated = 1;
         return 0;
     }
     r = pe_roundf(x);
-    if (r >= (float)hi) {
+    if (r >= 2147483648.0f) {
+        *saturated = 1;
         return hi;
     }
-    if (r <= (float)lo) {
+    if (r < -2147483648.0f) {
+        *saturated = 1;
         return lo;
     }
-    return (int32_t)r;
+    v = (int32_t)r;                     /* exact: r is an integer in [-2^31, 2^31) */
+    *saturated = v > hi || v < lo;
+    return v > hi ? hi : v < lo ? lo : v;
+}
+
+static inline int32_t pe_round_sat_f32(float x, int32_t lo, int32_t hi)
+{
+    int saturated;
+    return pe_round_sat_flag_f32(x, lo, hi, &saturated);
 }
 
 /* An fp32 update u of an int32 bias as an integer step (train_optim.round_step_i64):

@@ -1,5 +1,6 @@
 /* pe_update.h - what the update kernels share (ref): the (outer, channels, inner) walk over
- * the trained entries, and int8 / int32 parameter access through one code path. */
+ * the trained entries, int8 / int32 parameter access through one code path, and the count of
+ * saturated updates. */
 #ifndef PE_UPDATE_H
 #define PE_UPDATE_H
 
@@ -13,6 +14,7 @@ typedef struct {
     int32_t hi;
 } pe_param_ref;
 
+/* An int8 weight: saturates to [-127, 127]. */
 static inline pe_param_ref pe_param_s8(int8_t *p)
 {
     pe_param_ref r;
@@ -23,13 +25,14 @@ static inline pe_param_ref pe_param_s8(int8_t *p)
     return r;
 }
 
-static inline pe_param_ref pe_param_s32(int32_t *p)
+/* An int32 bias: saturates to [dims->lo, dims->hi] (the forward-safe bias range). */
+static inline pe_param_ref pe_param_s32(int32_t *p, const pe_update_dims *dims)
 {
     pe_param_ref r;
     r.p8 = 0;
     r.p32 = p;
-    r.lo = INT32_MIN;
-    r.hi = INT32_MAX;
+    r.lo = dims->lo;
+    r.hi = dims->hi;
     return r;
 }
 
@@ -71,6 +74,15 @@ static inline int32_t pe_update_grad_base(const pe_update_dims *dims, int32_t ou
 static inline int pe_update_applies(int32_t t, int32_t k)
 {
     return ((uint32_t)t + 1u) % (uint32_t)k == 0u;
+}
+
+/* The update kernels' saturation count: counter += n, saturating at INT32_MAX (NULL: the
+ * graph has no counter). */
+static inline void pe_count_saturated(int32_t *counter, int32_t n)
+{
+    if (counter != 0 && n > 0) {
+        *counter = *counter > INT32_MAX - n ? INT32_MAX : *counter + n;
+    }
 }
 
 #endif /* PE_UPDATE_H */
