@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PockError
+from ..render.names import comment_text
 from ..render.output import Project, open_project
 
 SERIAL_RUNTIME = ("pe_frame.h", "pe_frame.c", "pe_proto.h", "pe_proto.c", "pe_checkpoint.h",
@@ -37,6 +38,7 @@ BUILD_DIR = "build-serial"
 CHECKPOINT_FILE = "pe_checkpoint.bin"
 MIN_MAX_BODY = 256
 READY = "@pe:serial ready"
+_BOARD_NAME = re.compile(r"[A-Za-z0-9._+-]{1,32}")
 
 
 def _rows(data: bytes, per_row: int = 16) -> list[str]:
@@ -88,6 +90,9 @@ def _board(project: Project) -> Any:
     if board.uart is None:
         raise PockError(f"board {board.name} has no uart section: the serial protocol needs "
                         "the board's UART")
+    if not _BOARD_NAME.fullmatch(board.name):
+        raise PockError(f"board name {board.name!r}: the serial firmware embeds it in C (INFO) "
+                        "and needs 1 to 32 letters, digits, '.', '_', '+' or '-'")
     return board
 
 
@@ -104,7 +109,9 @@ def serial_files(project: Project) -> dict[str, bytes]:
     blob = json.dumps(describe(project), sort_keys=True, separators=(",", ":")).encode()
     state = int(m["memory"]["params_bytes"])
     slot = (64 + state + 255) // 256 * 256
-    comment = json.dumps(describe(project), sort_keys=True).replace("*/", "* /")
+    # names from the model file (tensors, the model's own name) end up in this comment:
+    # comment_text makes any text inert there (no comment delimiters, no trigraphs)
+    comment = comment_text(json.dumps(describe(project), sort_keys=True))
     serial = {
         "board": board.name, "max_body": max_body(project), "slot_bytes": slot,
         "checkpoint_file": CHECKPOINT_FILE, "hash_rows": _rows(model_hash(project)),
