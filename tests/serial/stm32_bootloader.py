@@ -155,8 +155,8 @@ class BootloaderEmulator:
                 if a is None:
                     self._send([NACK])
                     continue
+                self.go_address = a     # before the ACK: the client may look right after it
                 self._send([ACK])
-                self.go_address = a
                 synced = False          # the application runs; a reset brings us back
 
     def _read_memory(self) -> None:
