@@ -43,7 +43,7 @@ def test_info_and_chunked_describe(proto_host, tmp_path):
     with Server(proto_host, "--max-body", "128", "--storage", str(tmp_path / "ck")) as s:
         info = s.device.info()
         assert (info.protocol, info.max_body, info.input_bytes, info.output_bytes) == \
-            (1, 128, 16, 4)
+            (2, 128, 16, 4)
         assert info.training and info.loss == "cross_entropy" and info.storage
         assert (info.export_bytes, info.state_bytes, info.num_classes) == (272, 292, 4)
         assert info.board == "host-toy" and info.model_hash.startswith(b"pockengine-toy")
@@ -117,16 +117,15 @@ def _junk(rng: random.Random) -> bytes:
     if kind == 2:
         f = encode_frame(good)
         return f[:rng.randrange(1, len(f) - 1)] + b"\x00"
-    if kind == 3:
-        hdr = P.HEADER.pack(1, P.CMD_TRAIN, 0, 0, 9, len(body) + rng.randrange(1, 50))
-        return encode_frame(hdr + body)
+    if kind == 3:           # a request cut short (its body shorter than the command's)
+        return encode_frame(P.request(P.CMD_TRAIN, 9, body[:rng.randrange(0, 20)]))
     if kind == 4:
         return encode_frame(bytes(rng.randrange(256) for _ in range(rng.randrange(300, 3000))))
     if kind == 5:
         return encode_frame(P.response(P.CMD_INFO, 3, 0, body))
     if kind == 6:
-        return encode_frame(P.HEADER.pack(9, P.CMD_INFO, 0, 0, 4, 0))
-    return encode_frame(P.request(rng.choice([0, 0x0B, 0x30, 0x7F]), 5, body))
+        return encode_frame(P.HEADER.pack(9, P.CMD_INFO, 0, 4) + body)
+    return encode_frame(P.request(rng.choice([0, 0x0E, 0x30, 0x7F]), 5, body))
 
 
 def test_malformed_frames_are_rejected_and_the_server_keeps_serving(proto_host):
