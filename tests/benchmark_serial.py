@@ -155,7 +155,7 @@ def _merge(into: dict[str, Any], link: dict[str, Any]) -> None:
     into["frame_max"] = max(into.get("frame_max", 0), link.get("frame_bytes_max", 0))
 
 
-def _train_in_process(s: Setup, case: Case, url: str, emu: Emulator,
+def _train_in_process(s: Setup, case: Case, dev: Device, emu: Emulator,
                       link: dict[str, Any]) -> dict[str, Any]:
     rng = random.Random(case.seed)
     cut_at = sorted(rng.sample(range(2, s.steps - 1), case.resets)) if case.resets else []
@@ -175,14 +175,15 @@ def _train_in_process(s: Setup, case: Case, url: str, emu: Emulator,
 
     t = threading.Thread(target=chaos, daemon=True)
     t.start()
-    with Device(url, timeout=1.0, reconnect=60, deadline=60) as dev:
-        r = train_over_serial(dev, s.train, epochs=s.epochs, seed=SEED,
-                              checkpoint_every=CHECKPOINT_EVERY, restart=True,
-                              progress=progress)
+    r = train_over_serial(dev, s.train, epochs=s.epochs, seed=SEED,
+                          checkpoint_every=CHECKPOINT_EVERY, restart=True, progress=progress)
     t.join(timeout=120)
-    _merge(link, r["link"])
     r["resets"] = len(done_resets)
     return r
+
+
+def _device(url: str) -> Device:
+    return Device(url, timeout=1.0, reconnect=60, deadline=60)
 
 
 def _train_as_processes(s: Setup, case: Case, url: str, link: dict[str, Any]
@@ -215,8 +216,11 @@ def _train_as_processes(s: Setup, case: Case, url: str, link: dict[str, Any]
         return r
 
 
-def run_case(s: Setup, case: Case, work: Path) -> dict[str, Any]:
-    """One row: train (with the case's interruptions), eval and pull through the proxy."""
+def run_case(s: Setup, case: Case, work: Path, *, one_session: bool = False
+             ) -> dict[str, Any]:
+    """One row: train (with the case's interruptions), eval and pull through the proxy; in
+    sessions of their own as the CLI verbs run (DESCRIBE and the parameters are read by
+    each), or with ``one_session`` in one, as a script would (each read once)."""
     work.mkdir(parents=True, exist_ok=True)
     row: dict[str, Any] = {"case": case.name, "corrupt": case.corrupt, "drop": case.drop,
                            "duplicate": case.duplicate, "delay": case.delay}
@@ -228,22 +232,33 @@ def run_case(s: Setup, case: Case, work: Path) -> dict[str, Any]:
         with FaultProxy((emu.run.host, emu.run.port), corrupt=case.corrupt, drop=case.drop,
                         duplicate=case.duplicate, delay=case.delay, max_delay=case.max_delay,
                         seed=case.seed, connect_timeout=60) as px:
+            dev = None
             try:
-                r = (_train_as_processes(s, case, px.url, link) if case.host_kills
-                     else _train_in_process(s, case, px.url, emu, link))
+                if case.host_kills:
+                    r = _train_as_processes(s, case, px.url, link)
+                else:
+                    dev = _device(px.url)
+                    r = _train_in_process(s, case, dev, emu, link)
+                    if not one_session:
+                        _merge(link, dev.link_report())
+                        dev.close()
+                        dev = None
                 done["train"] = True
                 row.update(resets=r["resets"], train_sha=r["params_sha256"],
                            rewinds=r["rewinds"])
-                with Device(px.url, timeout=1.0, reconnect=60, deadline=60) as dev:
-                    e = eval_over_serial(dev, s.eval)
-                    done["eval"] = True
-                    row["accuracy"] = e["accuracy"]
-                    p = pull_model(dev, work / "tuned.tflite", model=s.tflite)
-                    done["pull"] = True
-                    row["pull_sha"] = p["params_sha256"]
-                    _merge(link, dev.link_report())
+                dev = dev or _device(px.url)
+                e = eval_over_serial(dev, s.eval)
+                done["eval"] = True
+                row["accuracy"] = e["accuracy"]
+                p = pull_model(dev, work / "tuned.tflite", model=s.tflite)
+                done["pull"] = True
+                row["pull_sha"] = p["params_sha256"]
             except Exception as ex:  # noqa: BLE001 - a row reports its failure
                 row["error"] = f"{type(ex).__name__}: {ex}"
+            finally:
+                if dev is not None:
+                    _merge(link, dev.link_report())
+                    dev.close()
             row["proxy"] = px.counts()
     finally:
         lines = emu.stop()

@@ -66,18 +66,19 @@ class FrameSizer:
     Every attempt of an exchange (a request and its answer: ``wire`` bytes on the line in both
     directions) is recorded as a success or a failure (NACK, damaged answer, timeout). If each
     byte is damaged with probability ``e``, an attempt of ``w`` bytes gets through with
-    ``(1 - e) ** w``; ``e`` is estimated so that over the last ``window`` attempts the expected
-    number of successes equals the observed one (plus ``prior`` pseudo-attempts of a link on
-    which ``start`` is the right size, so that the first frames are modest). A frame carrying
+    ``(1 - e) ** w``; ``e`` is estimated so that over the last ``window`` attempts (weighed by
+    ``decay`` per attempt of age) the expected number of successes equals the observed one
+    (plus ``prior`` pseudo-attempts of a link on which ``start`` is the right size, so that
+    the first frames are modest). A frame carrying
     ``d`` data bytes gets through with about ``(1 - e) ** d`` times the overheads, so the data
     moved per attempt, ``d * (1 - e) ** d``, is largest at ``d = 1 / -ln(1 - e)``: the frame
     size is that plus ``overhead`` (headers), within ``[lo, hi]``. A clean link reaches ``hi``
     after a few exchanges, a noisy one shrinks within a few failures.
     """
 
-    def __init__(self, hi: int, *, lo: int = P.MIN_REPLY, start: int = 64, window: int = 48,
-                 prior: float = 2.0, overhead: int = 12):
-        self.lo, self.overhead = lo, overhead
+    def __init__(self, hi: int, *, lo: int = P.MIN_REPLY, start: int = 64, window: int = 64,
+                 decay: float = 0.9, prior: float = 1.0, overhead: int = 12):
+        self.lo, self.overhead, self.decay = lo, overhead, decay
         self.hi = max(lo, hi)
         self._prior_w = 2.0 * start
         self._prior_n = prior
@@ -87,13 +88,18 @@ class FrameSizer:
         self.smallest = self.largest = self.size
 
     def _estimate(self) -> float:
-        """The byte error rate whose expected successes match the observed ones."""
-        ok = self._prior_ok + sum(1 for good, _ in self._attempts if good)
-        ws = [w for _, w in self._attempts]
+        """The byte error rate whose expected successes match the observed ones (recent
+        attempts weigh more: ``decay`` per attempt)."""
+        n = len(self._attempts)
+        weights = [self.decay ** (n - 1 - i) for i in range(n)]
+        ok = self._prior_ok + sum(k for k, (good, _) in zip(weights, self._attempts,
+                                                               strict=True) if good)
+        ws = [(k, w) for k, (_, w) in zip(weights, self._attempts, strict=True)]
 
         def expected(e: float) -> float:
             q = math.log1p(-e)
-            return self._prior_n * math.exp(q * self._prior_w) + sum(math.exp(q * w) for w in ws)
+            return (self._prior_n * math.exp(q * self._prior_w)
+                    + sum(k * math.exp(q * w) for k, w in ws))
 
         lo, hi = 0.0, 0.5
         if expected(hi) >= ok:
@@ -227,8 +233,9 @@ class Device:
         """How long to wait for an answer; ``slow``: what a command that may take long
         (a checkpoint) waits until its round trip is known."""
         r = self._rtt.get(key)
-        if r is None and slow is not None:
-            return slow
+        if r is None and slow is not None:      # a checkpoint: flash may take a while
+            fast = 3.0 * sum(self._rtt_any) + 0.25 if self._rtt_any else slow
+            return min(self.timeout, min(slow, fast) * backoff)
         if r is not None:
             base = r[0] + 4.0 * r[1]
         elif self._rtt_any is not None:         # a new command: the link's round trip, and
@@ -378,7 +385,7 @@ class Device:
         stageable = cmd in P.STAGEABLE and self.stage_bytes > len(body)
         for _ in range(self.retries + 1):
             try:
-                if stageable and P.HEADER_BYTES + len(body) > self.frame_size:
+                if stageable and self._stage_pays(cmd, body):
                     m = self._staged(cmd, body, timeout, key)
                 else:
                     m = self._frame(cmd, body, key=key, timeout=timeout,
@@ -388,6 +395,25 @@ class Device:
                 continue
         raise LinkError(f"{self.port}: {P.command_name(cmd)} kept being interrupted "
                         f"({self.retries + 1} times; {self._summary()})")
+
+    def _stage_pays(self, cmd: int, body: bytes) -> bool:
+        """Stage a request (PUT pieces, then EXEC) rather than send it whole: when it does
+        not fit the frames in force, or when its pieces and the EXEC are expected to take
+        fewer attempts than one frame carrying the request out and its answer back."""
+        size = self.frame_size
+        if P.HEADER_BYTES + len(body) > size:
+            return True
+        q = math.log1p(-min(0.5, self.sizer.error_rate))
+        answer = wire_bytes(min(size, self._reply_size.get(cmd, size)))
+        whole = math.exp(-q * (wire_bytes(P.HEADER_BYTES + len(body)) + answer))
+        room = max(8, size - P.HEADER_BYTES - 4)
+        pieces, last = divmod(1 + len(body), room)
+        ack = wire_bytes(P.HEADER_BYTES + 4)
+        staged = (pieces * math.exp(-q * (wire_bytes(P.HEADER_BYTES + 4 + room) + ack))
+                  + (math.exp(-q * (wire_bytes(P.HEADER_BYTES + 4 + last) + ack)) if last
+                     else 0.0)
+                  + math.exp(-q * (wire_bytes(P.HEADER_BYTES + 8) + answer)))
+        return staged < whole
 
     def _staged(self, cmd: int, body: bytes, timeout: float | None, key: Any) -> P.Message:
         """Stage ``cmd, body`` in pieces (PUT at increasing offsets; the device says where it
@@ -493,7 +519,7 @@ class Device:
         # was lost or broken) - no need to wait for the timeout
         quiet = max(0.008, min(rto, 0.5 * self._rtt_any[0] if self._rtt_any else rto))
         heard = None
-        arrived: set[int] = set()
+        arrived: dict[int, int] = {}        # offset -> intact copies of this window
         new = 0
         nacks = 0
         outcome = "timeout"
@@ -525,15 +551,17 @@ class Device:
                     self._last_answer = time.monotonic()
                     new += self._place(buf, have, part)
                     if m.seq == seq:
-                        arrived.add(part.offset)
-                if expected[-1] in arrived and (rounds == 1 or arrived >= set(expected)):
+                        arrived[part.offset] = arrived.get(part.offset, 0) + 1
+                if expected[-1] in arrived and (rounds == 1 or arrived.keys() >= set(expected)):
                     outcome = "done"
         except _link_errors() as e:
             self._reopen(str(e) or type(e).__name__)
         part_wire = wire_bytes(P.PART_HEADER_BYTES + room)
-        if arrived:                 # the FETCH got through: each PART is an attempt
-            for o in expected * rounds:
-                self.sizer.record(o in arrived, part_wire)
+        if arrived:                 # the FETCH got through: each PART copy is an attempt
+            for o in expected:
+                got = min(rounds, arrived.get(o, 0))
+                for k in range(rounds):
+                    self.sizer.record(k < got, part_wire)
         else:                       # it did not (or every PART broke): one failure
             self.sizer.record(False, len(frame) // copies + part_wire)
         self.counters["parts"] += len(arrived)

@@ -72,7 +72,7 @@ def setup(tmp_path_factory):
     proj = compile_model(tflite, board="mps2-an386", spec=SPEC, out_dir=d / "project",
                          data=train, evals=evals, epochs=EPOCHS, seed=SEED)
     embedded = run_device(proj, build=build_project(proj), profile=False)
-    fw = build_serial_firmware(proj)
+    fw = build_serial_firmware(proj, trace=True)    # the trace lines only add console output
     return {"dir": d, "tflite": tflite, "project": proj, "embedded": embedded, "fw": fw,
             "train": d / "train.npz", "eval": d / "eval.npz", "evals": evals}
 
@@ -274,3 +274,36 @@ def test_sim_uart_cli(setup, tmp_path):
         _, err = proc.communicate(timeout=30)
     assert "serving the pockengine serial protocol" in err
     assert (setup["project"].dir / CHECKPOINT_FILE).is_file()
+
+
+def test_five_percent_corruption_and_an_emulator_reset(setup, tmp_path):
+    """The CI slice of ``python -m tests.benchmark_serial``: 5 % of the bytes corrupted, 2 %
+    of the frames dropped, 2 % duplicated, 1 % delayed (both directions, fixed seeds) and the
+    emulator killed once mid-training: training, eval and pull complete; the device's trace
+    shows every sample applied exactly once to the final parameters, which equal the golden
+    model's on the same samples; EVAL's accuracy equals the golden's."""
+    from codegen.fit import fit_model
+
+    from ..benchmark_serial import Case, Setup, faults, run_case
+
+    n, ne = 8, 8
+    x, y = np.load(setup["train"])["x"][:n], np.load(setup["train"])["y"][:n]
+    xe, ye = setup["evals"]["x"][:ne], setup["evals"]["y"][:ne]
+    np.savez(tmp_path / "train.npz", x=x, y=y)
+    np.savez(tmp_path / "eval.npz", x=xe, y=ye)
+    ref = fit_model(setup["tflite"], SPEC, {"x": x, "y": y}, {"x": xe, "y": ye}, epochs=1,
+                    engine="golden",
+                    seed=SEED)
+    s = Setup(tmp_path, setup["tflite"], tmp_path / "train.npz", tmp_path / "eval.npz", n, 1,
+              setup["fw"], ref["params_sha256"], ref["accuracy_after"])
+    row = run_case(s, Case("5 %", **faults(0.05), resets=1, seed=50), tmp_path / "row",
+                   one_session=True)
+    assert "error" not in row, row["error"]
+    assert row["done"] == {"train": True, "eval": True, "pull": True}
+    assert row["resets"] == 1 and row["lives"] >= 2
+    assert row["lost"] == 0 and row["twice"] == 0 and row["in_order"]
+    assert row["sha_equal"] and row["eval_equal"]
+    assert row["link"]["frame_min"] < 48 and row["link"]["retransmissions"] > 100
+    for direction in ("to_device", "to_host"):
+        c = row["proxy"][direction]
+        assert min(c["corrupted_bytes"], c["dropped"], c["duplicated"], c["delayed"]) > 0

@@ -697,10 +697,11 @@ static void cmd_describe(pe_proto_server *s, uint32_t seq, const uint8_t *req, u
 }
 
 /* -- large messages ------------------------------------------------------------------------- */
-static void put_reply(pe_proto_server *s, uint32_t seq, uint32_t status)
+/* PUT, and EXEC refused for want of the staged request: u32 bytes staged. */
+static void put_reply(pe_proto_server *s, uint32_t cmd, uint32_t seq, uint32_t status)
 {
     put32(body(s), s->xfer_mode == PE_XFER_STAGING ? s->xfer_filled : 0u);
-    respond(s, PE_CMD_PUT, status, seq, 4u);
+    respond(s, cmd, status, seq, 4u);
 }
 
 /* PUT: u32 offset, bytes of a request (u8 command, body) staged in the transfer buffer.
@@ -715,7 +716,7 @@ static void cmd_put(pe_proto_server *s, uint32_t seq, const uint8_t *req, uint32
         return;
     }
     if (len < 4u) {
-        put_reply(s, seq, PE_ST_BAD_LENGTH);
+        put_reply(s, PE_CMD_PUT, seq, PE_ST_BAD_LENGTH);
         return;
     }
     offset = get32(req);
@@ -725,16 +726,16 @@ static void cmd_put(pe_proto_server *s, uint32_t seq, const uint8_t *req, uint32
         s->xfer_filled = 0u;
     }
     if (s->xfer_mode != PE_XFER_STAGING || offset != s->xfer_filled) {
-        put_reply(s, seq, PE_ST_SEQ_GAP);
+        put_reply(s, PE_CMD_PUT, seq, PE_ST_SEQ_GAP);
         return;
     }
     if (n > s->cfg.xfer_cap - offset) {
-        put_reply(s, seq, PE_ST_BAD_LENGTH);
+        put_reply(s, PE_CMD_PUT, seq, PE_ST_BAD_LENGTH);
         return;
     }
     copy_bytes(s->cfg.xfer_buf + offset, req + 4, n);
     s->xfer_filled = offset + n;
-    put_reply(s, seq, PE_ST_OK);
+    put_reply(s, PE_CMD_PUT, seq, PE_ST_OK);
 }
 
 static void run_request(pe_proto_server *s, uint32_t type, uint32_t seq, const uint8_t *req,
@@ -754,7 +755,7 @@ static void cmd_exec(pe_proto_server *s, uint32_t seq, const uint8_t *req, uint3
     if (s->xfer_mode != PE_XFER_STAGING || n == 0u || n != s->xfer_filled
         || pe_crc32_update(0u, s->cfg.xfer_buf, n) != get32(req + 4)) {
         s->xfer_mode = PE_XFER_NONE; /* not what the host sent: it stages again */
-        put_reply(s, seq, PE_ST_SEQ_GAP);
+        put_reply(s, PE_CMD_EXEC, seq, PE_ST_SEQ_GAP);
         return;
     }
     s->xfer_mode = PE_XFER_NONE;
