@@ -738,7 +738,7 @@ static void cmd_put(pe_proto_server *s, uint32_t seq, const uint8_t *req, uint32
     put_reply(s, PE_CMD_PUT, seq, PE_ST_OK);
 }
 
-static void run_request(pe_proto_server *s, uint32_t type, uint32_t seq, const uint8_t *req,
+static void run_command(pe_proto_server *s, uint32_t type, uint32_t seq, const uint8_t *req,
                         uint32_t len);
 
 /* EXEC: u32 length, u32 CRC-32 of the staged request; it runs (TRAIN, INFER and EVAL only)
@@ -765,7 +765,7 @@ static void cmd_exec(pe_proto_server *s, uint32_t seq, const uint8_t *req, uint3
         return;
     }
     s->stats.staged++;
-    run_request(s, cmd, seq, s->cfg.xfer_buf + 1, n - 1u);
+    run_command(s, cmd, seq, s->cfg.xfer_buf + 1, n - 1u);
 }
 
 /* FETCH: u16 seq, u16 offset, u16 mask, u8 rounds: the PARTs of the cached response to
@@ -805,7 +805,9 @@ static void cmd_fetch(pe_proto_server *s, uint32_t seq, const uint8_t *req, uint
 }
 
 /* -- dispatch ------------------------------------------------------------------------------- */
-static void run_request(pe_proto_server *s, uint32_t type, uint32_t seq, const uint8_t *req,
+/* The commands that run the model or read its state (also as a staged request: EXEC calls
+ * this, and it never calls EXEC - no recursion). */
+static void run_command(pe_proto_server *s, uint32_t type, uint32_t seq, const uint8_t *req,
                         uint32_t len)
 {
     switch (type) {
@@ -838,12 +840,6 @@ static void run_request(pe_proto_server *s, uint32_t type, uint32_t seq, const u
         break;
     case PE_CMD_DESCRIBE:
         cmd_describe(s, seq, req, len);
-        break;
-    case PE_CMD_PUT:
-        cmd_put(s, seq, req, len);
-        break;
-    case PE_CMD_EXEC:
-        cmd_exec(s, seq, req, len);
         break;
     default:
         respond(s, type, PE_ST_UNKNOWN_COMMAND, seq, 0u);
@@ -907,7 +903,13 @@ static void handle_frame(pe_proto_server *s, const uint8_t *f, size_t n, uint32_
     s->have_last = 1u;
     s->last_req_seq = (uint16_t)seq;
     s->last_req_crc = crc;
-    run_request(s, type, seq, f + PE_HDR, (uint32_t)(n - PE_HDR));
+    if (type == PE_CMD_PUT) {
+        cmd_put(s, seq, f + PE_HDR, (uint32_t)(n - PE_HDR));
+    } else if (type == PE_CMD_EXEC) {
+        cmd_exec(s, seq, f + PE_HDR, (uint32_t)(n - PE_HDR));
+    } else {
+        run_command(s, type, seq, f + PE_HDR, (uint32_t)(n - PE_HDR));
+    }
 }
 
 void pe_proto_byte(pe_proto_server *s, uint8_t byte)
