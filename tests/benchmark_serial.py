@@ -92,7 +92,7 @@ class Setup:
     fw: SerialFirmware
     reference_sha: str
     reference_accuracy: float | None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # project, embedded run, eval data
 
 
 def prepare(work: Path, *, train: int = 24, evals: int = 24, epochs: int = 2,
@@ -114,9 +114,10 @@ def prepare(work: Path, *, train: int = 24, evals: int = 24, epochs: int = 2,
                          data=tr, evals=ev, epochs=epochs, seed=SEED)
     ref = run_device(proj, build=build_project(proj), profile=False)
     if fw is None:
-        fw = build_serial_firmware(proj, trace=True)
+        fw = build_serial_firmware(proj, trace=True)    # the trace only adds console lines
     return Setup(work, tflite, work / "train.npz", work / "eval.npz", train * epochs, epochs,
-                 fw, ref.params_sha256, ref.accuracy("after"))
+                 fw, ref.params_sha256, ref.accuracy("after"),
+                 {"project": proj, "embedded": ref, "evals": ev})
 
 
 def free_port() -> int:

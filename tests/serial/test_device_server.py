@@ -17,7 +17,7 @@ from codegen.serial.framing import Frame, FrameDecoder, encode_frame
 from codegen.serial.session import eval_over_serial, train_over_serial
 from codegen.serial.transport import LinkError
 
-from .helpers import Server
+from .helpers import Server, train_with_kills
 
 N_IN, N_CLASSES = 16, 4
 
@@ -226,27 +226,9 @@ def test_kills_at_random_points_resume_to_the_same_result(proto_host, tmp_path):
     with Server(proto_host) as s:
         clean = train_over_serial(s.device, big, epochs=2, seed=5)
     ck = tmp_path / "ck.bin"
-    cuts = sorted(random.Random(7).sample(range(5, 395), 8))
-    kills = 0
-    resumes = []
-    while True:
-        s = Server(proto_host, "--storage", str(ck))
-
-        def progress(done, _total, _fields, s=s):
-            if cuts and done >= cuts[0]:
-                cuts.pop(0)
-                s.kill()
-
-        try:
-            r = train_over_serial(s.device, big, epochs=2, seed=5, checkpoint_every=7,
-                                  progress=progress)
-            s.close()
-            break
-        except LinkError:
-            s.close()
-            kills += 1
-        finally:
-            resumes.append(s.device.last_info.last_seq if s.device.last_info else None)
+    r, kills, resumes = train_with_kills(
+        lambda life: Server(proto_host, "--storage", str(ck)), big,
+        random.Random(7).sample(range(5, 395), 8), epochs=2, seed=5, checkpoint_every=7)
     assert kills == 8
     assert r["params_sha256"] == clean["params_sha256"]
     assert sum(1 for v in resumes[1:] if v) >= 3     # restarts resumed mid-run

@@ -22,7 +22,7 @@ from codegen.serial.framing import FrameDecoder, encode_frame
 from codegen.serial.session import eval_over_serial, train_over_serial
 from codegen.serial.transport import LinkError
 
-from .helpers import Server
+from .helpers import Server, train_with_kills
 from .ledger import replay
 
 N_IN, N_CLASSES = 16, 4
@@ -183,31 +183,18 @@ def test_exactly_once_at_five_percent_with_kills(proto_host, tmp_path):
     with Server(proto_host) as s:
         clean = train_over_serial(s.device, (x, y), epochs=1, seed=3)
     ck, trace = tmp_path / "ck.bin", tmp_path / "trace.txt"
-    cuts = [5, 10]                  # samples after which the server dies (checkpoints: 3, 6..)
-    kills = 0
-    for life in range(10):
-        def wrap(link, life=life):
+
+    def start(life):
+        def wrap(link):
             return FaultyLink(link, FaultInjector(0.05, 0.02, 0.02, 100 + life, 0.01, 0.05),
                               FaultInjector(0.05, 0.02, 0.02, 200 + life, 0.01, 0.05))
 
-        s = Server(proto_host, "--storage", str(ck), "--trace", str(trace), wrap=wrap,
-                   timeout=1.0, retries=1000)
+        return Server(proto_host, "--storage", str(ck), "--trace", str(trace), wrap=wrap,
+                      timeout=1.0, retries=1000)
 
-        def progress(done, _total, _fields, s=s):
-            if cuts and done >= cuts[0]:
-                cuts.pop(0)
-                s.kill()            # a power cut right after that sample's answer
-
-        try:
-            r = train_over_serial(s.device, (x, y), epochs=1, seed=3, checkpoint_every=3,
-                                  progress=progress)
-            s.close()
-            break
-        except LinkError:
-            s.close()
-            kills += 1
-    else:
-        pytest.fail("training did not finish in 10 lives")
+    # power cuts right after the answers of samples 5 and 10 (checkpoints: 3, 6, 9, 12)
+    r, kills, _ = train_with_kills(start, (x, y), [5, 10], epochs=1, seed=3,
+                                   checkpoint_every=3)
     ledger = replay(trace.read_text().splitlines())
     assert kills == 2 and ledger.lives >= 3
     assert ledger.lost(12) == 0 and ledger.twice() == 0 and ledger.in_order(12)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import socket
 import threading
 
 import numpy as np
@@ -33,8 +32,9 @@ from codegen.serial.session import eval_over_serial, train_over_serial
 
 pytestmark = [pytest.mark.emulator, pytest.mark.slow]
 
-SPEC = "bias:all+weight:last2,opt=sgd,lr=0.01,momentum=0.9"
-TRAIN, EVAL, EPOCHS, SEED = 24, 24, 2, 3
+from ..benchmark_serial import SEED, SPEC, free_port
+
+TRAIN, EVAL, EPOCHS = 24, 24, 2
 
 
 def _need_tools() -> None:
@@ -43,38 +43,19 @@ def _need_tools() -> None:
             pytest.skip(f"{tool} is not installed (the serial firmware runs under QEMU)")
 
 
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     """The int8 digits model as a .tflite (the 'original' for pull), the train/eval splits as
     .npz, a project compiled for mps2-an386 with the same data embedded, the embedded run's
     result, and the serial firmware built from the same project."""
     _need_tools()
-    from codegen.frontend import save_model
-    from codegen.pipeline import build_project, compile_model, load, quantize, run_device
+    from ..benchmark_serial import prepare
 
     d = tmp_path_factory.mktemp("qemu-serial")
-    x, y = models.digits("train")
-    xe, ye = models.digits("test")
-    tflite = d / "digits_int8.tflite"
-    save_model(quantize(load(models.path("digits_cnn.onnx")), x[:100]).graph, tflite)
-    train = {"x": x[100:100 + TRAIN], "y": y[100:100 + TRAIN]}
-    evals = {"x": xe[:EVAL], "y": ye[:EVAL]}
-    np.savez(d / "train.npz", **train)
-    np.savez(d / "eval.npz", **evals)
-    proj = compile_model(tflite, board="mps2-an386", spec=SPEC, out_dir=d / "project",
-                         data=train, evals=evals, epochs=EPOCHS, seed=SEED)
-    embedded = run_device(proj, build=build_project(proj), profile=False)
-    fw = build_serial_firmware(proj, trace=True)    # the trace lines only add console output
-    return {"dir": d, "tflite": tflite, "project": proj, "embedded": embedded, "fw": fw,
-            "train": d / "train.npz", "eval": d / "eval.npz", "evals": evals}
+    s = prepare(d, train=TRAIN, evals=EVAL, epochs=EPOCHS)
+    return {"dir": d, "tflite": s.tflite, "project": s.extra["project"],
+            "embedded": s.extra["embedded"], "fw": s.fw, "train": s.train, "eval": s.eval,
+            "evals": s.extra["evals"]}
 
 
 @pytest.fixture(scope="module")
@@ -284,7 +265,7 @@ def test_five_percent_corruption_and_an_emulator_reset(setup, tmp_path):
     model's on the same samples; EVAL's accuracy equals the golden's."""
     from codegen.fit import fit_model
 
-    from ..benchmark_serial import Case, Setup, faults, run_case
+    from ..benchmark_serial import Case, Setup, faults, format_table, run_case
 
     n, ne = 8, 8
     x, y = np.load(setup["train"])["x"][:n], np.load(setup["train"])["y"][:n]
@@ -307,3 +288,5 @@ def test_five_percent_corruption_and_an_emulator_reset(setup, tmp_path):
     for direction in ("to_device", "to_host"):
         c = row["proxy"][direction]
         assert min(c["corrupted_bytes"], c["dropped"], c["duplicated"], c["delayed"]) > 0
+    line = format_table([row], s).splitlines()[2].split()
+    assert line[:7] == ["5", "%", "y/y/y", "0", "0", "yes", "yes"]
