@@ -20,7 +20,7 @@ def _device(args: argparse.Namespace) -> Any:
 
     log = None if args.json else (lambda s: print(f"  {s}", file=sys.stderr))
     return Device(args.port, baudrate=args.baud, timeout=args.timeout,
-                  reconnect=args.reconnect, log=log)
+                  reconnect=args.reconnect, deadline=args.deadline, log=log)
 
 
 def _bar(args: argparse.Namespace, label: str) -> tuple[Any, Callable[..., None]]:
@@ -74,7 +74,8 @@ def cmd_train(args: argparse.Namespace) -> int:
               f"{result['online_accuracy']:.2%}")
     link = result["link"]
     print(f"link: {link['requests']} requests, {link['retransmissions']} retransmissions, "
-          f"{link['reconnects']} reconnects; checkpoint generation "
+          f"{link['reconnects']} reconnects, frames of {link['frame_bytes_min']}.."
+          f"{link['frame_bytes_max']} bytes; checkpoint generation "
           f"{result['checkpoint_generation']}")
     print(f"params_sha256 {result['params_sha256']}")
     return 0
@@ -169,6 +170,14 @@ def _link_options(sp: argparse.ArgumentParser, timeout: float) -> None:
     sp.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+def _session_options(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--reconnect", type=float, default=30.0, metavar="SECONDS",
+                    help="reopen a lost link for up to this long (default 30)")
+    sp.add_argument("--deadline", type=float, default=30.0, metavar="SECONDS",
+                    help="give up when the device has not answered for this long "
+                    "(default 30; a noisy link only shrinks the frames)")
+
+
 def add_serial_verbs(verb: Verb) -> None:
     """Register train, eval, pull and flash on the CLI's subparsers (``verb(name, fn, help)``
     returns a subparser)."""
@@ -183,8 +192,7 @@ def add_serial_verbs(verb: Verb) -> None:
                     help="ask the device to checkpoint every N samples (default 64)")
     sp.add_argument("--restart", action="store_true",
                     help="start over from the initial parameters (erases checkpoints)")
-    sp.add_argument("--reconnect", type=float, default=30.0, metavar="SECONDS",
-                    help="reopen a lost link for up to this long (default 30)")
+    _session_options(sp)
     sp.add_argument("--no-accuracy", action="store_true",
                     help="skip the prediction before each update (no live accuracy)")
 
@@ -192,8 +200,7 @@ def add_serial_verbs(verb: Verb) -> None:
               "with its current parameters)")
     _link_options(sp, 2.0)
     sp.add_argument("--data", required=True, help=".npz with 'x' and 'y'")
-    sp.add_argument("--reconnect", type=float, default=30.0, metavar="SECONDS",
-                    help="reopen a lost link for up to this long (default 30)")
+    _session_options(sp)
     sp.add_argument("--predictions", action="store_true",
                     help="with --json: include every prediction")
 
@@ -204,8 +211,7 @@ def add_serial_verbs(verb: Verb) -> None:
     sp.add_argument("--model", help="the original model the firmware was compiled from "
                     "(default: the file named by the device, if it is here)")
     sp.add_argument("--calib", help="the calibration data it was compiled with (float models)")
-    sp.add_argument("--reconnect", type=float, default=30.0, metavar="SECONDS",
-                    help="reopen a lost link for up to this long (default 30)")
+    _session_options(sp)
     sp.add_argument("-f", "--force", action="store_true", help="overwrite the output file")
 
     sp = verb("flash", cmd_flash, "write a firmware image through a bootloader (stm32: the "

@@ -1,12 +1,14 @@
-"""A noisy cable in software: a TCP proxy (and a link wrapper) that corrupts bytes and drops and
-duplicates whole frames, in both directions, from a seeded random generator.
+"""A noisy cable in software: a TCP proxy (and a link wrapper) that corrupts bytes and drops,
+duplicates and delays whole frames, in both directions, from a seeded random generator.
 
     with FaultProxy(("127.0.0.1", qemu_port), corrupt=0.01, drop=0.02, duplicate=0.02) as p:
         train_over_serial(Device(p.url), ...)        # p.url == "socket://127.0.0.1:<port>"
 
 The stream is cut into units at every 0x00 (the frame delimiter): a unit is dropped with
-probability ``drop``, sent twice with probability ``duplicate``, and each of its bytes
-(delimiter included) is replaced by a different random value with probability ``corrupt``.
+probability ``drop``, sent twice with probability ``duplicate``, held back for up to
+``max_delay`` seconds with probability ``delay`` (the line stalls: what follows waits too,
+as on a UART), and each of its bytes (delimiter included) is replaced by a different random
+value with probability ``corrupt``.
 When the client disconnects the proxy drops the upstream connection too and waits for the
 next client; when the upstream end goes away (an emulator killed) it closes the client.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import random
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -25,18 +28,22 @@ class FaultCounts:
     units: int = 0
     dropped: int = 0
     duplicated: int = 0
+    delayed: int = 0
     corrupted_bytes: int = 0
 
 
 @dataclass
 class FaultInjector:
-    """The faults of one direction; ``process(bytes)`` returns what goes on (partial units
-    are held until their delimiter arrives)."""
+    """The faults of one direction; ``segments(bytes)`` returns what goes on, as (seconds to
+    stall first, bytes) pieces, ``process(bytes)`` the bytes alone (partial units are held
+    until their delimiter arrives)."""
 
     corrupt: float = 0.01
     drop: float = 0.0
     duplicate: float = 0.0
     seed: int = 0
+    delay: float = 0.0
+    max_delay: float = 0.2
     counts: FaultCounts = field(default_factory=FaultCounts)
 
     def __post_init__(self) -> None:
@@ -44,15 +51,26 @@ class FaultInjector:
         self._held = bytearray()
 
     def process(self, data: bytes) -> bytes:
+        return b"".join(b for _, b in self.segments(data))
+
+    def segments(self, data: bytes) -> list[tuple[float, bytes]]:
         self._held += data
-        out = bytearray()
+        out: list[tuple[float, bytes]] = []
         while True:
             end = self._held.find(0)
             if end < 0:
-                return bytes(out)
+                return out
             unit = bytes(self._held[:end + 1])
             del self._held[:end + 1]
-            out += self._unit(unit)
+            stall = 0.0
+            if self.delay and self.rng.random() < self.delay:
+                stall = self.rng.uniform(0.0, self.max_delay)
+                self.counts.delayed += 1
+            piece = self._unit(unit)
+            if stall or not out:
+                out.append((stall, piece))
+            else:
+                out[-1] = (out[-1][0], out[-1][1] + piece)
 
     def _unit(self, unit: bytes) -> bytes:
         c = self.counts
@@ -76,6 +94,14 @@ class FaultInjector:
         return bytes(out)
 
 
+def _send(segments: list[tuple[float, bytes]], write: Any) -> None:
+    for stall, piece in segments:
+        if stall:
+            time.sleep(stall)
+        if piece:
+            write(piece)
+
+
 class FaultyLink:
     """A link (see ``transport``) seen through two FaultInjectors: ``tx`` on what is written,
     ``rx`` on what is read."""
@@ -93,13 +119,13 @@ class FaultyLink:
         self.link.timeout = v
 
     def write(self, data: bytes) -> int:
-        out = self.tx.process(data)
-        if out:
-            self.link.write(out)
+        _send(self.tx.segments(data), self.link.write)
         return len(data)
 
     def read(self, n: int) -> bytes:
-        return self.rx.process(self.link.read(n))
+        out = bytearray()
+        _send(self.rx.segments(self.link.read(n)), out.extend)
+        return bytes(out)
 
     def close(self) -> None:
         self.link.close()
@@ -110,11 +136,12 @@ class FaultProxy:
     (host -> device seeded ``seed``, device -> host ``seed + 1``)."""
 
     def __init__(self, upstream: tuple[str, int], *, corrupt: float = 0.01, drop: float = 0.02,
-                 duplicate: float = 0.02, seed: int = 0, host: str = "127.0.0.1",
-                 port: int = 0, connect_timeout: float = 30.0):
+                 duplicate: float = 0.02, delay: float = 0.0, max_delay: float = 0.2,
+                 seed: int = 0, host: str = "127.0.0.1", port: int = 0,
+                 connect_timeout: float = 30.0):
         self.upstream = upstream
-        self.to_device = FaultInjector(corrupt, drop, duplicate, seed)
-        self.to_host = FaultInjector(corrupt, drop, duplicate, seed + 1)
+        self.to_device = FaultInjector(corrupt, drop, duplicate, seed, delay, max_delay)
+        self.to_host = FaultInjector(corrupt, drop, duplicate, seed + 1, delay, max_delay)
         self.connect_timeout = connect_timeout
         self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -170,8 +197,6 @@ class FaultProxy:
             self._pump_pair(client, upstream)
 
     def _connect(self) -> socket.socket | None:
-        import time
-
         deadline = time.monotonic() + self.connect_timeout
         while not self._stop.is_set():
             try:
@@ -195,9 +220,7 @@ class FaultProxy:
                         continue
                     if not data:
                         break
-                    out = inj.process(data)
-                    if out:
-                        dst.sendall(out)
+                    _send(inj.segments(data), dst.sendall)
             except OSError:
                 pass
             finally:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PockError
+from ..render.names import comment_text
 from ..render.output import Project, open_project
 
 SERIAL_RUNTIME = ("pe_frame.h", "pe_frame.c", "pe_proto.h", "pe_proto.c", "pe_checkpoint.h",
@@ -35,8 +36,10 @@ SERIAL_RUNTIME = ("pe_frame.h", "pe_frame.c", "pe_proto.h", "pe_proto.c", "pe_ch
                   "pe_storage_flash.c")
 BUILD_DIR = "build-serial"
 CHECKPOINT_FILE = "pe_checkpoint.bin"
-MIN_MAX_BODY = 256
+MIN_MAX_BODY = 1024
+MAX_FRAME_BODY = 1024
 READY = "@pe:serial ready"
+_BOARD_NAME = re.compile(r"[A-Za-z0-9._+-]{1,32}")
 
 
 def _rows(data: bytes, per_row: int = 16) -> list[str]:
@@ -69,13 +72,24 @@ def describe(project: Project) -> dict[str, Any]:
 
 
 def max_body(project: Project) -> int:
-    """Frame bodies big enough for a TRAIN with its sample and target, an INFER answer and an
-    EVAL of one record; at least 256 bytes."""
+    """Frame bodies big enough for an INFER answer and an EVAL of one record's results, at
+    least 256 bytes, and for a TRAIN with its sample and target up to 1 KiB: larger samples
+    are staged in pieces (PUT/EXEC) in the transfer buffer instead of needing a frame."""
     m = project.manifest
     n_in, n_out = int(m["input"]["bytes"]), int(m["output"]["bytes"])
     target = int((m.get("training") or {}).get("target_bytes") or 0)
-    need = max(MIN_MAX_BODY, 16 + n_in + target, 8 + n_in + n_out, 24 + n_out)
+    need = max(MIN_MAX_BODY, 24 + n_out, min(MAX_FRAME_BODY, 16 + n_in + target))
     return (need + 15) // 16 * 16
+
+
+def transfer_bytes(project: Project) -> int:
+    """The transfer buffer: the parameter export (GET/SET_PARAMS) or the largest request that
+    is staged (command byte + TRAIN with sample and target, EVAL of one record, INFER)."""
+    m = project.manifest
+    n_in, n_out = int(m["input"]["bytes"]), int(m["output"]["bytes"])
+    target = int((m.get("training") or {}).get("target_bytes") or 0)
+    export = int((m.get("training") or {}).get("export_bytes") or 0)
+    return max(export, 1 + max(16 + n_in + target, 8 + n_in, 4 + n_in + n_out))
 
 
 def _board(project: Project) -> Any:
@@ -88,6 +102,9 @@ def _board(project: Project) -> Any:
     if board.uart is None:
         raise PockError(f"board {board.name} has no uart section: the serial protocol needs "
                         "the board's UART")
+    if not _BOARD_NAME.fullmatch(board.name):
+        raise PockError(f"board name {board.name!r}: the serial firmware embeds it in C (INFO) "
+                        "and needs 1 to 32 letters, digits, '.', '_', '+' or '-'")
     return board
 
 
@@ -104,9 +121,12 @@ def serial_files(project: Project) -> dict[str, bytes]:
     blob = json.dumps(describe(project), sort_keys=True, separators=(",", ":")).encode()
     state = int(m["memory"]["params_bytes"])
     slot = (64 + state + 255) // 256 * 256
-    comment = json.dumps(describe(project), sort_keys=True).replace("*/", "* /")
+    # names from the model file (tensors, the model's own name) end up in this comment:
+    # comment_text makes any text inert there (no comment delimiters, no trigraphs)
+    comment = comment_text(json.dumps(describe(project), sort_keys=True))
     serial = {
         "board": board.name, "max_body": max_body(project), "slot_bytes": slot,
+        "xfer_bytes": transfer_bytes(project),
         "checkpoint_file": CHECKPOINT_FILE, "hash_rows": _rows(model_hash(project)),
         "describe_rows": _rows(blob), "describe_bytes": len(blob),
         "describe_comment": [comment[i:i + 90] for i in range(0, len(comment), 90)],
@@ -154,8 +174,11 @@ class SerialFirmware:
     sizes: dict[str, int] = field(default_factory=dict)
 
 
-def build_serial_firmware(project: Project | str | Path) -> SerialFirmware:
-    """Write the serial sources into the project and build them with its Makefile."""
+def build_serial_firmware(project: Project | str | Path, *, trace: bool = False
+                          ) -> SerialFirmware:
+    """Write the serial sources into the project and build them with its Makefile (in
+    build-serial/; with ``trace``, in build-serial-trace/ with ``PE_SERIAL_TRACE``: a console
+    line for every sample applied, checkpoint saved and state restored)."""
     from ..targets import compiler, size_report, toolchain_available
     from ..targets.build import UART_SOURCES
     from ..toolchain.host import JOBS, BuildError
@@ -190,11 +213,15 @@ def build_serial_firmware(project: Project | str | Path) -> SerialFirmware:
                            ("rx_pin", "PE_UART_RX_PIN")):
             if key in uart:
                 defines.append(f"-D{macro}={uart[key]}u")
-    cmd = [make, f"-j{JOBS}", "-C", str(proj.dir), f"CC={compiler(board)}", f"BUILD={BUILD_DIR}",
+    build_dir = BUILD_DIR
+    if trace:
+        build_dir = BUILD_DIR + "-trace"
+        defines.append("-DPE_SERIAL_TRACE=1")
+    cmd = [make, f"-j{JOBS}", "-C", str(proj.dir), f"CC={compiler(board)}", f"BUILD={build_dir}",
            f"DEVICE_SRCS={' '.join(sources)}",
            f"CFLAGS=-Iruntime/serial {' '.join(defines)}"]
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
-    out = proj.dir / BUILD_DIR
+    out = proj.dir / build_dir
     out.mkdir(exist_ok=True)
     log = proc.stdout + proc.stderr
     (out / "build.log").write_text("$ " + " ".join(cmd) + "\n" + log)

@@ -3,7 +3,9 @@
 The same encoding as ``runtime_c/runtime/serial/pe_frame.c`` (docs/serial-protocol.md): COBS
 removes every zero byte from the frame so that 0x00 always delimits frames and resynchronises a
 receiver after noise; CRC-32 is zlib's. ``FrameDecoder`` splits a byte stream into frames and
-reports damaged ones instead of raising, like the device's decoder.
+reports damaged ones instead of raising, like the device's decoder. Senders of protocol
+version 2 follow every frame with a second delimiter (``TAIL``): a frame whose trailing
+delimiter is hit by noise then still ends at once, as a damaged frame.
 """
 
 from __future__ import annotations
@@ -13,6 +15,12 @@ from dataclasses import dataclass
 
 DELIMITER = 0
 CRC_BYTES = 4
+TAIL = b"\x00"
+
+
+def wire_bytes(payload: int) -> int:
+    """Bytes a frame of ``payload`` bytes occupies on the line (delimiters and TAIL included)."""
+    return payload + CRC_BYTES + (payload + CRC_BYTES) // 254 + 1 + 3
 
 
 def crc32(data: bytes, crc: int = 0) -> int:
@@ -43,11 +51,13 @@ def cobs_encode(data: bytes) -> bytes:
 
 
 class FrameError(ValueError):
-    """A damaged frame: ``kind`` is cobs, crc, short or oversize."""
+    """A damaged frame: ``kind`` is cobs, crc, short or oversize; ``raw`` its bytes on the
+    line (between delimiters)."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, raw: int = 0):
         super().__init__(message)
         self.kind = kind
+        self.raw = raw
 
 
 def cobs_decode(data: bytes) -> bytes:
@@ -104,6 +114,7 @@ class FrameDecoder:
         self.max_bytes = max_bytes
         self._buf = bytearray()
         self._overflow = False
+        self._raw = 0
 
     def feed(self, data: bytes) -> list[Frame | FrameError]:
         events: list[Frame | FrameError] = []
@@ -111,6 +122,7 @@ class FrameDecoder:
         while True:
             end = data.find(b"\x00", start)
             chunk = data[start:] if end < 0 else data[start:end]
+            self._raw += len(chunk)
             if not self._overflow:
                 if len(self._buf) + len(chunk) > self.max_bytes:
                     self._overflow = True
@@ -122,16 +134,19 @@ class FrameDecoder:
             start = end + 1
             if self._overflow:
                 events.append(FrameError("oversize", f"frame longer than {self.max_bytes} "
-                                                     "bytes"))
+                                                     "bytes", self._raw))
             elif self._buf:
                 try:
                     payload = decode_frame(bytes(self._buf))
                     events.append(Frame(payload, crc32(payload)))
                 except FrameError as e:
+                    e.raw = self._raw
                     events.append(e)
             self._buf.clear()
             self._overflow = False
+            self._raw = 0
 
     def reset(self) -> None:
         self._buf.clear()
         self._overflow = False
+        self._raw = 0

@@ -1,22 +1,28 @@
 """The pockengine serial protocol's messages (docs/serial-protocol.md), host side.
 
 Mirrors ``runtime_c/runtime/serial/pe_proto.h`` (a test checks that every constant here equals
-the C header's): an 8-byte header ``version, type, flags, status, seq (u16), body length
-(u16)``, then the body; all fields little-endian. Requests are built by ``request()``; the
-``parse_*`` functions turn response bodies into dataclasses.
+the C header's): version 2 has a 5-byte header ``version, type, reply limit (requests) or
+status (responses), seq (u16)``, then the body (the rest of the frame); all fields
+little-endian. Requests are built by ``request()``; the ``parse_*`` functions turn response
+bodies into dataclasses.
 """
 
 from __future__ import annotations
 
 import math
 import struct
+import zlib
 from dataclasses import dataclass, field
 
-VERSION = 1
-HEADER = struct.Struct("<BBBBHH")
-HEADER_BYTES = HEADER.size            # 8
+VERSION = 2
+HEADER = struct.Struct("<BBBH")
+HEADER_BYTES = HEADER.size            # 5
+PART_HEADER_BYTES = HEADER_BYTES + 4  # + u16 offset, u16 total
+REPLY_UNIT = 8                        # the reply limit counts 8-byte units (0: no limit)
+MIN_REPLY = 16
 MIN_BODY = 128
 HASH_BYTES = 32
+QUIET_BYTES = 3                       # damaged pieces shorter than this are line noise
 
 # commands
 CMD_INFO = 0x01
@@ -29,13 +35,19 @@ CMD_CHECKPOINT = 0x07
 CMD_STATS = 0x08
 CMD_RESET = 0x09
 CMD_DESCRIBE = 0x0A
+CMD_PUT = 0x0B
+CMD_EXEC = 0x0C
+CMD_FETCH = 0x0D
 TYPE_RESPONSE = 0x80
+TYPE_PART = 0xFE
 TYPE_NACK = 0xFF
+STAGEABLE = (CMD_TRAIN, CMD_INFER, CMD_EVAL)   # the requests that may be staged (PUT, EXEC)
 
 COMMAND_NAMES = {CMD_INFO: "INFO", CMD_TRAIN: "TRAIN", CMD_INFER: "INFER", CMD_EVAL: "EVAL",
                  CMD_GET_PARAMS: "GET_PARAMS", CMD_SET_PARAMS: "SET_PARAMS",
                  CMD_CHECKPOINT: "CHECKPOINT", CMD_STATS: "STATS", CMD_RESET: "RESET",
-                 CMD_DESCRIBE: "DESCRIBE"}
+                 CMD_DESCRIBE: "DESCRIBE", CMD_PUT: "PUT", CMD_EXEC: "EXEC",
+                 CMD_FETCH: "FETCH"}
 
 # statuses (a NACK's reason is one of the NACK_*)
 ST_OK = 0
@@ -80,7 +92,8 @@ NAN_BITS = 0x7FC00000
 STATS_FIELDS = ("frames_ok", "crc_errors", "cobs_errors", "oversize", "short_frames",
                 "bad_header", "resent", "nacks", "train_applied", "train_duplicates",
                 "train_rejected", "checkpoints", "checkpoint_errors", "last_seq", "steps",
-                "checkpoint_generation", "last_loss_bits", "eval_total", "eval_correct")
+                "checkpoint_generation", "last_loss_bits", "eval_total", "eval_correct",
+                "staged", "parts")
 
 
 def status_name(status: int) -> str:
@@ -93,13 +106,12 @@ def command_name(cmd: int) -> str:
 
 @dataclass(frozen=True)
 class Message:
-    """A decoded frame: header fields and body."""
+    """A decoded frame: header fields and body (``status`` is a request's reply limit)."""
 
     type: int
     status: int
     seq: int
     body: bytes
-    flags: int = 0
     version: int = VERSION
 
     @property
@@ -107,30 +119,44 @@ class Message:
         return self.type == TYPE_NACK
 
     @property
+    def is_part(self) -> bool:
+        return self.type == TYPE_PART
+
+    @property
     def command(self) -> int:
         return self.type & 0x7F
 
 
-def request(cmd: int, seq: int, body: bytes = b"", flags: int = 0) -> bytes:
-    """A request's payload (header + body), to be framed."""
-    if len(body) > 0xFFFF:
-        raise ValueError(f"body of {len(body)} bytes does not fit a frame")
-    return HEADER.pack(VERSION, cmd, flags, 0, seq & 0xFFFF, len(body)) + body
+def reply_byte(limit: int | None) -> int:
+    """The header byte of a reply limit in bytes (None: no limit)."""
+    if limit is None:
+        return 0
+    return max(MIN_REPLY // REPLY_UNIT, min(255, limit // REPLY_UNIT))
+
+
+def reply_limit(limit: int | None) -> int | None:
+    """The reply limit a device applies for ``limit`` (what ``reply_byte`` can say)."""
+    b = reply_byte(limit)
+    return None if b == 0 else b * REPLY_UNIT
+
+
+def request(cmd: int, seq: int, body: bytes = b"", reply: int | None = None) -> bytes:
+    """A request's payload (header + body), to be framed; ``reply`` is the largest response
+    frame payload the host takes (bytes, rounded down to 8; None: no limit)."""
+    return HEADER.pack(VERSION, cmd, reply_byte(reply), seq & 0xFFFF) + body
 
 
 def response(cmd: int, seq: int, status: int, body: bytes = b"") -> bytes:
     """A response's payload (used by tests and simulators)."""
-    return HEADER.pack(VERSION, cmd | TYPE_RESPONSE, 0, status, seq & 0xFFFF, len(body)) + body
+    return HEADER.pack(VERSION, cmd | TYPE_RESPONSE, status, seq & 0xFFFF) + body
 
 
 def parse_message(payload: bytes) -> Message | None:
-    """The header and body of a payload, or None if it is not a well-formed message."""
+    """The header and body of a payload, or None if it is shorter than a header."""
     if len(payload) < HEADER_BYTES:
         return None
-    version, typ, flags, status, seq, length = HEADER.unpack_from(payload)
-    if length != len(payload) - HEADER_BYTES:
-        return None
-    return Message(typ, status, seq, bytes(payload[HEADER_BYTES:]), flags, version)
+    version, typ, status, seq = HEADER.unpack_from(payload)
+    return Message(typ, status, seq, bytes(payload[HEADER_BYTES:]), version)
 
 
 def bits_to_float(bits: int) -> float:
@@ -156,6 +182,7 @@ class Info:
     checkpoint_generation: int
     checkpoint_seq: int
     describe_bytes: int
+    stage_bytes: int            # the largest request that can be staged (PUT/EXEC), 0: none
     device_flags: int
     model_hash: bytes
     board: str
@@ -187,7 +214,7 @@ class Info:
         return d
 
 
-_INFO = struct.Struct("<BBH13IBB")
+_INFO = struct.Struct("<BBH14IBB")
 
 
 def parse_info(body: bytes) -> Info:
@@ -210,7 +237,8 @@ def info_body(info: Info) -> bytes:
                       info.state_bytes, info.export_bytes, info.input_bytes, info.output_bytes,
                       info.target_bytes, info.num_classes, info.last_seq, info.steps,
                       info.run_id, info.checkpoint_generation, info.checkpoint_seq,
-                      info.describe_bytes, info.device_flags, len(name)) + info.model_hash + name
+                      info.describe_bytes, info.stage_bytes, info.device_flags,
+                      len(name)) + info.model_hash + name
 
 
 _TRAIN_REQ = struct.Struct("<IIB3xi")
@@ -289,6 +317,39 @@ def parse_params_chunk(body: bytes) -> Chunk:
 def parse_describe_chunk(body: bytes) -> Chunk:
     offset, total = struct.unpack_from("<II", _need(body, 8, "DESCRIBE"))
     return Chunk(offset, total, 0, bytes(body[8:]))
+
+
+@dataclass(frozen=True)
+class Part:
+    offset: int
+    total: int
+    data: bytes
+
+
+def parse_part(body: bytes) -> Part:
+    offset, total = struct.unpack_from("<HH", _need(body, 4, "PART"))
+    return Part(offset, total, bytes(body[4:]))
+
+
+def put_body(offset: int, data: bytes) -> bytes:
+    return struct.pack("<I", offset) + data
+
+
+def parse_put(body: bytes) -> int:
+    """PUT (and a refused EXEC): the bytes the device has staged."""
+    return struct.unpack_from("<I", _need(body, 4, "PUT"))[0]
+
+
+def exec_body(message: bytes) -> bytes:
+    """EXEC of a staged message (u8 command, body): its length and CRC-32."""
+    return struct.pack("<II", len(message), zlib.crc32(message) & 0xFFFFFFFF)
+
+
+def fetch_body(seq: int, offset: int, mask: int = 1, rounds: int = 1) -> bytes:
+    """FETCH: the PARTs of the cached response to request ``seq`` at ``offset + i * room``
+    (room: the reply limit less the PART header) for every bit ``i`` set in ``mask``, all of
+    them ``rounds`` (1..16) times over."""
+    return struct.pack("<HHHB", seq & 0xFFFF, offset, mask, rounds)
 
 
 @dataclass(frozen=True)

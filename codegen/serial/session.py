@@ -153,6 +153,13 @@ def train_over_serial(dev: Device, data: Any, *, epochs: int = 1, seed: int = 0,
                 correct += hit
                 predicted += 1
             pos = seq
+        elif status == P.ST_DUPLICATE and r.sample_seq == seq == r.last_seq:
+            # applied already: its answer was lost and the request sent again (a smaller
+            # frame on a noisy link); the device kept its loss
+            if not math.isnan(r.loss):
+                losses[pos] = r.loss
+                recent.append(r.loss)
+            pos = seq
         elif status in (P.ST_DUPLICATE, P.ST_SEQ_GAP):
             if r.last_seq < pos:
                 rewinds += 1            # the device restarted from an older checkpoint
@@ -178,7 +185,7 @@ def train_over_serial(dev: Device, data: Any, *, epochs: int = 1, seed: int = 0,
         "online_accuracy": correct / predicted if predicted else None,
         "params_sha256": hashlib.sha256(params).hexdigest(), "params_bytes": len(params),
         "checkpoint_generation": ckpt.generation if ckpt is not None else None,
-        "link": dict(dev.counters), "device": dict(stats.values),
+        "link": dev.link_report(), "device": dict(stats.values),
         "_params": params,
     }
 
@@ -197,7 +204,10 @@ def eval_over_serial(dev: Device, data: Any,
         raise PockError("evaluation data has no labels or targets ('y')")
     targets = t.dtype == np.int8 and t.ndim == 2
     rec = info.input_bytes + info.output_bytes if targets else 4 + info.input_bytes
-    per = min(255, (dev.max_body - 4) // rec, (dev.max_body - 20 - info.output_bytes) // 4)
+    # a batch is one EVAL request: in one frame, or staged in pieces (PUT) where the device
+    # has room; its results come back in PARTs if the link needs small frames
+    room = max(dev.max_body, info.stage_bytes - 1)
+    per = min(255, (room - 4) // rec, (dev.max_body - 20 - info.output_bytes) // 4)
     if per < 1:
         raise PockError(f"{dev.port}: one evaluation record ({rec} bytes) does not fit the "
                         f"device's frames ({dev.max_body} bytes)")
@@ -219,7 +229,8 @@ def eval_over_serial(dev: Device, data: Any,
             progress(done, n, fields)
     res = np.asarray(results, dtype=np.int64)
     out: dict[str, Any] = {"port": dev.port, "board": info.board, "samples": n,
-                           "device_total": device_totals.total if device_totals else 0}
+                           "device_total": device_totals.total if device_totals else 0,
+                           "link": dev.link_report()}
     if targets:
         sq = int(res.sum())
         out["squared_error"] = sq
@@ -325,4 +336,4 @@ def pull_model(dev: Device, output: str | Path, *, model: str | Path | None = No
     return {"port": dev.port, "board": info.board, "output": str(out),
             "params_sha256": hashlib.sha256(params).hexdigest(), "params_bytes": len(params),
             "parameters": list(desc["training"]["parameters"]), "steps": info.steps,
-            "last_seq": info.last_seq}
+            "last_seq": info.last_seq, "link": dev.link_report()}

@@ -56,6 +56,21 @@ def open_port(port: str, baudrate: int = DEFAULT_BAUD, timeout: float = 0.05, **
     return link
 
 
+def read_socket(sock: Any, timeout: float) -> bytes:
+    """The bytes waiting on a socket (pyserial's socket:// reads byte by byte when asked
+    for 'what is there'): at most ``timeout`` seconds for the first; LinkDown when closed."""
+    ready, _, _ = select.select([sock], [], [], timeout)
+    if not ready:
+        return b""
+    try:
+        data = sock.recv(1 << 16)
+    except BlockingIOError:
+        return b""
+    if not data:
+        raise LinkDown("the other end closed the connection")
+    return data
+
+
 def _reason(e: BaseException) -> str:
     text = str(e).strip() or type(e).__name__
     return text.splitlines()[0]

@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Self
 
@@ -193,3 +194,35 @@ class TcpDevice:
 
     def stop(self) -> None:
         self.kill()
+
+
+def train_with_kills(start: Callable[[int], Server], data, cuts: list[int],
+                     **train_kw) -> tuple[dict, int, list[int | None]]:
+    """Stream a training run to servers from ``start(life)`` (same checkpoint file), killing
+    the server right after the answer of each sample count in ``cuts`` (a power cut) and
+    starting the next one, until a run finishes. Returns the result, the kills and the
+    sample each life resumed from."""
+    from codegen.serial.session import train_over_serial
+    from codegen.serial.transport import LinkError
+
+    cuts = sorted(cuts)
+    kills = 0
+    resumes: list[int | None] = []
+    for life in range(len(cuts) + 2):
+        s = start(life)
+
+        def progress(done, _total, _fields, s=s):
+            if cuts and done >= cuts[0]:
+                cuts.pop(0)
+                s.kill()
+
+        try:
+            r = train_over_serial(s.device, data, progress=progress, **train_kw)
+            s.close()
+            return r, kills, resumes
+        except LinkError:
+            s.close()
+            kills += 1
+        finally:
+            resumes.append(s.device.last_info.last_seq if s.device.last_info else None)
+    raise AssertionError(f"training did not finish in {len(resumes)} lives")

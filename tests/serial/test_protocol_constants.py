@@ -10,8 +10,11 @@ from .helpers import SERIAL_DIR
 
 NAMES = {
     "PE_PROTO_VERSION": P.VERSION, "PE_PROTO_HEADER_BYTES": P.HEADER_BYTES,
+    "PE_PROTO_PART_HEADER_BYTES": P.PART_HEADER_BYTES, "PE_PROTO_REPLY_UNIT": P.REPLY_UNIT,
+    "PE_PROTO_MIN_REPLY": P.MIN_REPLY, "PE_PROTO_QUIET_BYTES": P.QUIET_BYTES,
     "PE_PROTO_MIN_BODY": P.MIN_BODY, "PE_PROTO_HASH_BYTES": P.HASH_BYTES,
-    "PE_TYPE_RESPONSE": P.TYPE_RESPONSE, "PE_TYPE_NACK": P.TYPE_NACK,
+    "PE_TYPE_RESPONSE": P.TYPE_RESPONSE, "PE_TYPE_PART": P.TYPE_PART,
+    "PE_TYPE_NACK": P.TYPE_NACK,
 }
 
 
@@ -39,7 +42,7 @@ def test_constants_match_the_c_header():
         if cname in NAMES:
             assert NAMES[cname] == value, cname
             checked += 1
-    assert checked >= 40
+    assert checked >= 47
     # every host command has a C twin
     for name in dir(P):
         if name.startswith("CMD_"):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import socket
 import threading
 
 import numpy as np
@@ -33,8 +32,9 @@ from codegen.serial.session import eval_over_serial, train_over_serial
 
 pytestmark = [pytest.mark.emulator, pytest.mark.slow]
 
-SPEC = "bias:all+weight:last2,opt=sgd,lr=0.01,momentum=0.9"
-TRAIN, EVAL, EPOCHS, SEED = 24, 24, 2, 3
+from ..benchmark_serial import SEED, SPEC, free_port
+
+TRAIN, EVAL, EPOCHS = 24, 24, 2
 
 
 def _need_tools() -> None:
@@ -43,38 +43,19 @@ def _need_tools() -> None:
             pytest.skip(f"{tool} is not installed (the serial firmware runs under QEMU)")
 
 
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     """The int8 digits model as a .tflite (the 'original' for pull), the train/eval splits as
     .npz, a project compiled for mps2-an386 with the same data embedded, the embedded run's
     result, and the serial firmware built from the same project."""
     _need_tools()
-    from codegen.frontend import save_model
-    from codegen.pipeline import build_project, compile_model, load, quantize, run_device
+    from ..benchmark_serial import prepare
 
     d = tmp_path_factory.mktemp("qemu-serial")
-    x, y = models.digits("train")
-    xe, ye = models.digits("test")
-    tflite = d / "digits_int8.tflite"
-    save_model(quantize(load(models.path("digits_cnn.onnx")), x[:100]).graph, tflite)
-    train = {"x": x[100:100 + TRAIN], "y": y[100:100 + TRAIN]}
-    evals = {"x": xe[:EVAL], "y": ye[:EVAL]}
-    np.savez(d / "train.npz", **train)
-    np.savez(d / "eval.npz", **evals)
-    proj = compile_model(tflite, board="mps2-an386", spec=SPEC, out_dir=d / "project",
-                         data=train, evals=evals, epochs=EPOCHS, seed=SEED)
-    embedded = run_device(proj, build=build_project(proj), profile=False)
-    fw = build_serial_firmware(proj)
-    return {"dir": d, "tflite": tflite, "project": proj, "embedded": embedded, "fw": fw,
-            "train": d / "train.npz", "eval": d / "eval.npz", "evals": evals}
+    s = prepare(d, train=TRAIN, evals=EVAL, epochs=EPOCHS)
+    return {"dir": d, "tflite": s.tflite, "project": s.extra["project"],
+            "embedded": s.extra["embedded"], "fw": s.fw, "train": s.train, "eval": s.eval,
+            "evals": s.extra["evals"]}
 
 
 @pytest.fixture(scope="module")
@@ -274,3 +255,38 @@ def test_sim_uart_cli(setup, tmp_path):
         _, err = proc.communicate(timeout=30)
     assert "serving the pockengine serial protocol" in err
     assert (setup["project"].dir / CHECKPOINT_FILE).is_file()
+
+
+def test_five_percent_corruption_and_an_emulator_reset(setup, tmp_path):
+    """The CI slice of ``python -m tests.benchmark_serial``: 5 % of the bytes corrupted, 2 %
+    of the frames dropped, 2 % duplicated, 1 % delayed (both directions, fixed seeds) and the
+    emulator killed once mid-training: training, eval and pull complete; the device's trace
+    shows every sample applied exactly once to the final parameters, which equal the golden
+    model's on the same samples; EVAL's accuracy equals the golden's."""
+    from codegen.fit import fit_model
+
+    from ..benchmark_serial import Case, Setup, faults, format_table, run_case
+
+    n, ne = 8, 8
+    x, y = np.load(setup["train"])["x"][:n], np.load(setup["train"])["y"][:n]
+    xe, ye = setup["evals"]["x"][:ne], setup["evals"]["y"][:ne]
+    np.savez(tmp_path / "train.npz", x=x, y=y)
+    np.savez(tmp_path / "eval.npz", x=xe, y=ye)
+    ref = fit_model(setup["tflite"], SPEC, {"x": x, "y": y}, {"x": xe, "y": ye}, epochs=1,
+                    engine="golden",
+                    seed=SEED)
+    s = Setup(tmp_path, setup["tflite"], tmp_path / "train.npz", tmp_path / "eval.npz", n, 1,
+              setup["fw"], ref["params_sha256"], ref["accuracy_after"])
+    row = run_case(s, Case("5 %", **faults(0.05), resets=1, seed=50), tmp_path / "row",
+                   one_session=True)
+    assert "error" not in row, row["error"]
+    assert row["done"] == {"train": True, "eval": True, "pull": True}
+    assert row["resets"] == 1 and row["lives"] >= 2
+    assert row["lost"] == 0 and row["twice"] == 0 and row["in_order"]
+    assert row["sha_equal"] and row["eval_equal"]
+    assert row["link"]["frame_min"] < 48 and row["link"]["retransmissions"] > 100
+    for direction in ("to_device", "to_host"):
+        c = row["proxy"][direction]
+        assert min(c["corrupted_bytes"], c["dropped"], c["duplicated"], c["delayed"]) > 0
+    line = format_table([row], s).splitlines()[2].split()
+    assert line[:7] == ["5", "%", "y/y/y", "0", "0", "yes", "yes"]

@@ -32,6 +32,7 @@ void pe_frame_rx_init(pe_frame_rx *rx, uint8_t *buf, size_t cap)
     rx->code = 0;
     rx->left = 0;
     rx->overflow = 0;
+    rx->raw = 0;
 }
 
 static void pe_frame_rx_restart(pe_frame_rx *rx)
@@ -84,6 +85,10 @@ int pe_frame_rx_push(pe_frame_rx *rx, uint8_t byte)
 {
     int result;
     if (byte != PE_FRAME_DELIMITER) {
+        if (rx->code == 0u && rx->left == 0u) {
+            rx->raw = 0; /* the first byte of a frame */
+        }
+        rx->raw++;
         if (rx->left > 0u) {
             pe_frame_rx_append(rx, byte);
             rx->left--;
@@ -111,23 +116,33 @@ int pe_frame_rx_push(pe_frame_rx *rx, uint8_t byte)
 
 /* -- sending -------------------------------------------------------------------------------- */
 typedef struct {
-    const uint8_t *payload;
-    size_t n;
+    const uint8_t *head;
+    size_t head_n;
+    const uint8_t *data;
+    size_t n;           /* head_n + data_n: the payload */
     uint8_t crc[PE_FRAME_CRC_BYTES];
 } pe_frame_src;
 
 static uint8_t pe_frame_at(const pe_frame_src *s, size_t i)
 {
-    return i < s->n ? s->payload[i] : s->crc[i - s->n];
+    if (i < s->head_n) {
+        return s->head[i];
+    }
+    return i < s->n ? s->data[i - s->head_n] : s->crc[i - s->n];
 }
 
-/* Write bytes [a, b) of payload || crc (at most two pieces). */
+/* Write bytes [a, b) of head || data || crc (at most three pieces). */
 static void pe_frame_write_span(const pe_frame_src *s, size_t a, size_t b,
                                 pe_frame_write_fn write, void *ctx)
 {
-    if (a < s->n) {
+    if (a < s->head_n) {
+        const size_t end = b < s->head_n ? b : s->head_n;
+        write(ctx, s->head + a, end - a);
+        a = end;
+    }
+    if (a < b && a < s->n) {
         const size_t end = b < s->n ? b : s->n;
-        write(ctx, s->payload + a, end - a);
+        write(ctx, s->data + (a - s->head_n), end - a);
         a = end;
     }
     if (a < b) {
@@ -135,20 +150,23 @@ static void pe_frame_write_span(const pe_frame_src *s, size_t a, size_t b,
     }
 }
 
-void pe_frame_send(const uint8_t *payload, size_t n, pe_frame_write_fn write, void *ctx)
+void pe_frame_send2(const uint8_t *head, size_t head_n, const uint8_t *data, size_t data_n,
+                    pe_frame_write_fn write, void *ctx)
 {
     static const uint8_t delimiter = PE_FRAME_DELIMITER;
     pe_frame_src s;
-    const uint32_t crc = pe_crc32_update(0u, payload, n);
+    const uint32_t crc = pe_crc32_update(pe_crc32_update(0u, head, head_n), data, data_n);
     size_t total;
     size_t pos = 0;
-    s.payload = payload;
-    s.n = n;
+    s.head = head;
+    s.head_n = head_n;
+    s.data = data;
+    s.n = head_n + data_n;
     s.crc[0] = (uint8_t)(crc & 0xFFu);
     s.crc[1] = (uint8_t)((crc >> 8) & 0xFFu);
     s.crc[2] = (uint8_t)((crc >> 16) & 0xFFu);
     s.crc[3] = (uint8_t)(crc >> 24);
-    total = n + PE_FRAME_CRC_BYTES;
+    total = s.n + PE_FRAME_CRC_BYTES;
     write(ctx, &delimiter, 1u);
     for (;;) {
         size_t run = 0;
@@ -172,6 +190,11 @@ void pe_frame_send(const uint8_t *payload, size_t n, pe_frame_write_fn write, vo
         pos++; /* the zero this block stands for (data ending in a zero: a last code 0x01) */
     }
     write(ctx, &delimiter, 1u);
+}
+
+void pe_frame_send(const uint8_t *payload, size_t n, pe_frame_write_fn write, void *ctx)
+{
+    pe_frame_send2(payload, n, payload, 0u, write, ctx);
 }
 
 typedef struct {

@@ -47,6 +47,7 @@ typedef struct {
     uint8_t code;       /* current COBS block code (0: none yet) */
     uint8_t left;       /* data bytes left in the current block */
     uint8_t overflow;   /* the frame has outgrown buf: drop it at the delimiter */
+    size_t raw;         /* bytes received since the last delimiter (errors: the frame's) */
 } pe_frame_rx;
 
 /* A receiver decoding into buf[0 .. cap). */
@@ -60,6 +61,10 @@ typedef void (*pe_frame_write_fn)(void *ctx, const uint8_t *data, size_t n);
 
 /* Send one frame: a leading delimiter, COBS(payload || CRC), the trailing delimiter. */
 void pe_frame_send(const uint8_t *payload, size_t n, pe_frame_write_fn write, void *ctx);
+
+/* The same for a payload in two pieces, head || data (one frame, one CRC over both). */
+void pe_frame_send2(const uint8_t *head, size_t head_n, const uint8_t *data, size_t data_n,
+                    pe_frame_write_fn write, void *ctx);
 
 /* Encode into dst (at most cap bytes) instead; returns the encoded length with both
  * delimiters, or 0 if cap is too small. */

@@ -1,14 +1,21 @@
 /*
  * pe_proto.c - the protocol server (see pe_proto.h and docs/serial-protocol.md).
  *
- * Every length comes from the frame decoder (bounded by the rx buffer) and is checked
- * against the command's exact layout before any field is read; responses are built in the tx
- * buffer, whose size bounds every body (max_body).
+ * Every length comes from the frame decoder (bounded by the rx buffer) or the staging
+ * counter (bounded by the transfer buffer) and is checked against the command's exact layout
+ * before any field is read; responses are built in the tx buffer, whose size bounds every
+ * body (max_body), and leave it as one frame or as PART frames sliced from it.
  */
 #include "pe_proto.h"
 
 #define PE_NAN_BITS 0x7FC00000u
 #define PE_RUN_NONE 0u
+#define PE_HDR PE_PROTO_HEADER_BYTES
+#define PE_NO_LIMIT 0xFFFFFFFFu
+#define PE_XFER_NONE 0u
+#define PE_XFER_SNAPSHOT 1u /* GET_PARAMS: the export taken at offset 0 */
+#define PE_XFER_FILLING 2u  /* SET_PARAMS: the image being received */
+#define PE_XFER_STAGING 3u  /* PUT: a request being received */
 
 static void put16(uint8_t *p, uint32_t v)
 {
@@ -75,38 +82,86 @@ static uint32_t argmax_s8(const int8_t *v, uint32_t n)
 /* -- responses ------------------------------------------------------------------------------ */
 static uint8_t *body(pe_proto_server *s)
 {
-    return s->cfg.tx_buf + PE_PROTO_HEADER_BYTES;
+    return s->cfg.tx_buf + PE_HDR;
 }
 
-/* Finish the response in tx (body already written) and send it. */
+/* One frame (head || data), then a second delimiter: a frame whose trailing delimiter is hit
+ * by noise still ends at once (as a damaged frame) instead of when the next frame comes. */
+static void send_frame(pe_proto_server *s, const uint8_t *head, size_t head_n,
+                       const uint8_t *data, size_t data_n)
+{
+    static const uint8_t delimiter = PE_FRAME_DELIMITER;
+    pe_frame_send2(head, head_n, data, data_n, s->cfg.write, s->cfg.write_ctx);
+    s->cfg.write(s->cfg.write_ctx, &delimiter, 1u);
+}
+
+static void header(uint8_t *h, uint32_t type, uint32_t status, uint32_t seq)
+{
+    h[0] = (uint8_t)PE_PROTO_VERSION;
+    h[1] = (uint8_t)type;
+    h[2] = (uint8_t)status;
+    put16(h + 3, seq);
+}
+
+/* A short answer that does not replace the cached response (NACK, FETCH refusals). */
+static void send_short(pe_proto_server *s, uint32_t type, uint32_t status, uint32_t seq)
+{
+    uint8_t h[PE_HDR];
+    header(h, type, status, seq);
+    send_frame(s, h, sizeof(h), h, 0u);
+}
+
+/* Bytes [offset, ...) of the cached response, as much as the reply limit allows, in a PART
+ * frame answering request seq; returns how many. */
+static uint32_t send_part(pe_proto_server *s, uint32_t seq, uint32_t offset)
+{
+    uint8_t h[PE_PROTO_PART_HEADER_BYTES];
+    const uint32_t room = s->reply_limit - PE_PROTO_PART_HEADER_BYTES;
+    uint32_t n = (uint32_t)s->tx_len - offset;
+    if (n > room) {
+        n = room;
+    }
+    header(h, PE_TYPE_PART, 0u, seq);
+    put16(h + 5, offset);
+    put16(h + 7, (uint32_t)s->tx_len);
+    s->stats.parts++;
+    send_frame(s, h, sizeof(h), s->cfg.tx_buf + offset, n);
+    return n;
+}
+
+/* The cached response: one frame if it fits the reply limit, else its first PART. */
+static void send_cached(pe_proto_server *s, uint32_t seq)
+{
+    if (s->tx_len <= s->reply_limit) {
+        send_frame(s, s->cfg.tx_buf, s->tx_len, s->cfg.tx_buf, 0u);
+    } else {
+        (void)send_part(s, seq, 0u);
+    }
+}
+
+/* Finish the response in tx (body already written), cache it and send it. */
 static void respond(pe_proto_server *s, uint32_t cmd, uint32_t status, uint32_t seq,
                     uint32_t body_len)
 {
-    uint8_t *h = s->cfg.tx_buf;
-    h[0] = (uint8_t)PE_PROTO_VERSION;
-    h[1] = (uint8_t)(cmd | PE_TYPE_RESPONSE);
-    h[2] = 0u;
-    h[3] = (uint8_t)status;
-    put16(h + 4, seq);
-    put16(h + 6, body_len);
-    s->tx_len = PE_PROTO_HEADER_BYTES + body_len;
-    pe_frame_send(s->cfg.tx_buf, s->tx_len, s->cfg.write, s->cfg.write_ctx);
+    header(s->cfg.tx_buf, cmd | PE_TYPE_RESPONSE, status, seq);
+    s->tx_len = PE_HDR + body_len;
+    send_cached(s, seq);
 }
 
 static void nack(pe_proto_server *s, uint32_t reason)
 {
-    uint8_t h[PE_PROTO_HEADER_BYTES];
-    h[0] = (uint8_t)PE_PROTO_VERSION;
-    h[1] = (uint8_t)PE_TYPE_NACK;
-    h[2] = 0u;
-    h[3] = (uint8_t)reason;
-    put16(h + 4, 0u);
-    put16(h + 6, 0u);
     s->stats.nacks++;
-    pe_frame_send(h, sizeof(h), s->cfg.write, s->cfg.write_ctx);
+    send_short(s, PE_TYPE_NACK, reason, 0u);
 }
 
 /* -- state ---------------------------------------------------------------------------------- */
+static void trace(const pe_proto_server *s, uint32_t event, uint32_t a, uint32_t b)
+{
+    if (s->cfg.trace != NULL) {
+        s->cfg.trace(s->cfg.trace_ctx, event, a, b);
+    }
+}
+
 static int has_state(const pe_proto_server *s)
 {
     return s->cfg.storage != NULL && s->cfg.model->state.bytes > 0u
@@ -131,6 +186,7 @@ static int restore(pe_proto_server *s)
     s->ckpt.generation = 0;
     s->ckpt.slot = 0;
     if (rc != 0 || !has_state(s)) {
+        trace(s, PE_TRACE_RESTORED, 0u, 0u);
         return rc;
     }
     {
@@ -155,6 +211,7 @@ static int restore(pe_proto_server *s)
             }
         }
     }
+    trace(s, PE_TRACE_RESTORED, s->last_seq, s->restored ? s->ckpt.generation : 0u);
     return rc;
 }
 
@@ -173,6 +230,7 @@ static int save_checkpoint(pe_proto_server *s)
     if (r == PE_CKPT_OK) {
         s->ckpt = info;
         s->stats.checkpoints++;
+        trace(s, PE_TRACE_CHECKPOINT, info.last_seq, info.generation);
     } else {
         /* the target slot may be half written; s->ckpt still names the newest valid one,
          * so the next save targets the same (broken) slot again */
@@ -204,21 +262,22 @@ static void cmd_info(pe_proto_server *s, uint32_t seq)
     put32(b + 44, s->ckpt.generation);
     put32(b + 48, s->ckpt.generation != 0u ? s->ckpt.last_seq : 0u);
     put32(b + 52, m->describe != NULL ? m->describe_bytes : 0u);
-    b[56] = (uint8_t)((has_state(s) ? PE_DEVICE_STORAGE : 0u)
+    put32(b + 56, s->cfg.xfer_buf != NULL ? (uint32_t)s->cfg.xfer_cap : 0u);
+    b[60] = (uint8_t)((has_state(s) ? PE_DEVICE_STORAGE : 0u)
                       | (s->restored ? PE_DEVICE_RESTORED : 0u));
     if (m->board != NULL) {
         while (n < PE_PROTO_BOARD_MAX && m->board[n] != '\0') {
             n++;
         }
     }
-    b[57] = (uint8_t)n;
+    b[61] = (uint8_t)n;
     for (i = 0; i < PE_PROTO_HASH_BYTES; ++i) {
-        b[58 + i] = m->model_hash != NULL ? m->model_hash[i] : 0u;
+        b[62 + i] = m->model_hash != NULL ? m->model_hash[i] : 0u;
     }
     for (i = 0; i < n; ++i) {
-        b[58 + PE_PROTO_HASH_BYTES + i] = (uint8_t)m->board[i];
+        b[62 + PE_PROTO_HASH_BYTES + i] = (uint8_t)m->board[i];
     }
-    respond(s, PE_CMD_INFO, PE_ST_OK, seq, 58u + PE_PROTO_HASH_BYTES + n);
+    respond(s, PE_CMD_INFO, PE_ST_OK, seq, 62u + PE_PROTO_HASH_BYTES + n);
 }
 
 static int is_mse(const pe_proto_model *m)
@@ -317,8 +376,9 @@ static void cmd_train(pe_proto_server *s, uint32_t seq, const uint8_t *req, uint
     s->last_seq = sample;
     s->steps++;
     s->last_loss_bits = float_bits(loss);
-    s->params_mode = 0;
+    s->xfer_mode = PE_XFER_NONE; /* a GET_PARAMS snapshot is stale now */
     s->stats.train_applied++;
+    trace(s, PE_TRACE_APPLIED, sample, s->steps);
     if ((flags & PE_TRAIN_CHECKPOINT) != 0u && has_state(s)) {
         (void)save_checkpoint(s);
     }
@@ -437,8 +497,8 @@ static void cmd_get_params(pe_proto_server *s, uint32_t seq, const uint8_t *req,
     uint32_t offset;
     uint32_t want;
     uint32_t n;
-    if (m->params_export == NULL || m->export_bytes == 0u || s->cfg.params_buf == NULL
-        || s->cfg.params_cap < m->export_bytes) {
+    if (m->params_export == NULL || m->export_bytes == 0u || s->cfg.xfer_buf == NULL
+        || s->cfg.xfer_cap < m->export_bytes) {
         respond(s, PE_CMD_GET_PARAMS, PE_ST_UNSUPPORTED, seq, 0u);
         return;
     }
@@ -452,13 +512,14 @@ static void cmd_get_params(pe_proto_server *s, uint32_t seq, const uint8_t *req,
         respond(s, PE_CMD_GET_PARAMS, PE_ST_BAD_ARGUMENT, seq, 0u);
         return;
     }
-    if (offset == 0u || s->params_mode != 1u) {
-        if (m->params_export(s->cfg.params_buf, s->cfg.params_cap) != m->export_bytes) {
+    if (offset == 0u || s->xfer_mode != PE_XFER_SNAPSHOT) {
+        s->xfer_mode = PE_XFER_NONE;
+        if (m->params_export(s->cfg.xfer_buf, s->cfg.xfer_cap) != m->export_bytes) {
             respond(s, PE_CMD_GET_PARAMS, PE_ST_MODEL_ERROR, seq, 0u);
             return;
         }
-        s->params_mode = 1u;
-        s->params_crc = pe_crc32_update(0u, s->cfg.params_buf, m->export_bytes);
+        s->xfer_mode = PE_XFER_SNAPSHOT;
+        s->params_crc = pe_crc32_update(0u, s->cfg.xfer_buf, m->export_bytes);
     }
     n = m->export_bytes - offset;
     if (n > want) {
@@ -470,14 +531,14 @@ static void cmd_get_params(pe_proto_server *s, uint32_t seq, const uint8_t *req,
     put32(b, offset);
     put32(b + 4, m->export_bytes);
     put32(b + 8, s->params_crc);
-    copy_bytes(b + 12, s->cfg.params_buf + offset, n);
+    copy_bytes(b + 12, s->cfg.xfer_buf + offset, n);
     respond(s, PE_CMD_GET_PARAMS, PE_ST_OK, seq, 12u + n);
 }
 
 static void set_reply(pe_proto_server *s, uint32_t seq, uint32_t status, uint32_t committed)
 {
     uint8_t *b = body(s);
-    put32(b, s->params_filled);
+    put32(b, s->xfer_mode == PE_XFER_FILLING || committed ? s->xfer_filled : 0u);
     put32(b + 4, s->cfg.model->export_bytes);
     put32(b + 8, committed ? s->params_crc : 0u);
     b[12] = (uint8_t)committed;
@@ -491,8 +552,8 @@ static void cmd_set_params(pe_proto_server *s, uint32_t seq, const uint8_t *req,
     uint32_t total;
     uint32_t n;
     int rc;
-    if (m->params_import == NULL || m->export_bytes == 0u || s->cfg.params_buf == NULL
-        || s->cfg.params_cap < m->export_bytes) {
+    if (m->params_import == NULL || m->export_bytes == 0u || s->cfg.xfer_buf == NULL
+        || s->cfg.xfer_cap < m->export_bytes) {
         respond(s, PE_CMD_SET_PARAMS, PE_ST_UNSUPPORTED, seq, 0u);
         return;
     }
@@ -503,34 +564,30 @@ static void cmd_set_params(pe_proto_server *s, uint32_t seq, const uint8_t *req,
     offset = get32(req);
     total = get32(req + 4);
     n = len - 8u;
-    if (s->params_mode != 2u) {
-        s->params_mode = 2u;
-        s->params_filled = 0u;
+    if (offset == 0u || s->xfer_mode != PE_XFER_FILLING) {
+        s->xfer_mode = PE_XFER_FILLING;
+        s->xfer_filled = 0u;
     }
-    if (offset == 0u) {
-        s->params_filled = 0u;
-    }
-    if (total != m->export_bytes || offset != s->params_filled || n > total - offset) {
+    if (total != m->export_bytes || offset != s->xfer_filled || n > total - offset) {
         set_reply(s, seq, PE_ST_BAD_ARGUMENT, 0u);
         return;
     }
-    copy_bytes(s->cfg.params_buf + offset, req + 8, n);
-    s->params_filled = offset + n;
-    if (s->params_filled < total) {
+    copy_bytes(s->cfg.xfer_buf + offset, req + 8, n);
+    s->xfer_filled = offset + n;
+    if (s->xfer_filled < total) {
         set_reply(s, seq, PE_ST_OK, 0u);
         return;
     }
-    s->params_crc = pe_crc32_update(0u, s->cfg.params_buf, total);
-    rc = m->params_import(s->cfg.params_buf, total);
-    s->params_mode = 0u;
-    s->params_filled = 0u;
+    s->params_crc = pe_crc32_update(0u, s->cfg.xfer_buf, total);
+    rc = m->params_import(s->cfg.xfer_buf, total);
+    s->xfer_mode = PE_XFER_NONE;
     if (rc != 0) {
+        s->xfer_filled = 0u;
         set_reply(s, seq, PE_ST_MODEL_ERROR, 0u);
         return;
     }
-    s->params_filled = total;
     set_reply(s, seq, PE_ST_OK, 1u);
-    s->params_filled = 0u;
+    s->xfer_filled = 0u;
 }
 
 static void ckpt_reply(pe_proto_server *s, uint32_t cmd, uint32_t seq, uint32_t status,
@@ -569,6 +626,7 @@ static void cmd_stats(pe_proto_server *s, uint32_t seq)
         s->stats.train_applied, s->stats.train_duplicates, s->stats.train_rejected,
         s->stats.checkpoints, s->stats.checkpoint_errors, s->last_seq, s->steps,
         s->ckpt.generation, s->last_loss_bits, s->eval_total, s->eval_correct,
+        s->stats.staged, s->stats.parts,
     };
     uint32_t i;
     for (i = 0; i < (uint32_t)(sizeof(v) / sizeof(v[0])); ++i) {
@@ -585,7 +643,7 @@ static void cmd_reset(pe_proto_server *s, uint32_t seq, const uint8_t *req, uint
                    0);
         return;
     }
-    s->params_mode = 0u;
+    s->xfer_mode = PE_XFER_NONE;
     s->eval_total = 0;
     s->eval_correct = 0;
     s->eval_sq_hi = 0;
@@ -596,6 +654,7 @@ static void cmd_reset(pe_proto_server *s, uint32_t seq, const uint8_t *req, uint
         forget_training(s);
         s->ckpt.generation = 0;
         s->ckpt.slot = 0;
+        trace(s, PE_TRACE_RESTORED, 0u, 0u);
         if (rc == 0 && has_state(s) && pe_checkpoint_erase(s->cfg.storage) != PE_CKPT_OK) {
             ckpt_reply(s, PE_CMD_RESET, seq, PE_ST_STORAGE_ERROR, PE_CKPT_ERR_STORAGE);
             return;
@@ -637,40 +696,120 @@ static void cmd_describe(pe_proto_server *s, uint32_t seq, const uint8_t *req, u
     respond(s, PE_CMD_DESCRIBE, PE_ST_OK, seq, 8u + n);
 }
 
-/* -- dispatch ------------------------------------------------------------------------------- */
-static void handle_frame(pe_proto_server *s, const uint8_t *f, size_t n, uint32_t crc)
+/* -- large messages ------------------------------------------------------------------------- */
+/* PUT, and EXEC refused for want of the staged request: u32 bytes staged. */
+static void put_reply(pe_proto_server *s, uint32_t cmd, uint32_t seq, uint32_t status)
 {
-    uint32_t type;
-    uint32_t seq;
-    uint32_t len;
-    const uint8_t *req;
-    if (n < PE_PROTO_HEADER_BYTES || (f[1] & PE_TYPE_RESPONSE) != 0u) {
-        s->stats.bad_header++;
-        nack(s, PE_NACK_HEADER);
+    put32(body(s), s->xfer_mode == PE_XFER_STAGING ? s->xfer_filled : 0u);
+    respond(s, cmd, status, seq, 4u);
+}
+
+/* PUT: u32 offset, bytes of a request (u8 command, body) staged in the transfer buffer.
+ * Offset 0 starts a new one; any other offset must continue it (else: sequence gap, with
+ * where the device is). */
+static void cmd_put(pe_proto_server *s, uint32_t seq, const uint8_t *req, uint32_t len)
+{
+    uint32_t offset;
+    uint32_t n;
+    if (s->cfg.xfer_buf == NULL) {
+        respond(s, PE_CMD_PUT, PE_ST_UNSUPPORTED, seq, 0u);
         return;
     }
-    s->stats.frames_ok++;
-    type = f[1];
-    seq = get16(f + 4);
-    len = get16(f + 6);
-    req = f + PE_PROTO_HEADER_BYTES;
-    if (s->have_last && seq == s->last_req_seq && crc == s->last_req_crc) {
-        s->stats.resent++;
-        pe_frame_send(s->cfg.tx_buf, s->tx_len, s->cfg.write, s->cfg.write_ctx);
+    if (len < 4u) {
+        put_reply(s, PE_CMD_PUT, seq, PE_ST_BAD_LENGTH);
         return;
     }
-    s->have_last = 1u;
-    s->last_req_seq = (uint16_t)seq;
-    s->last_req_crc = crc;
-    if (f[0] != PE_PROTO_VERSION) {
-        body(s)[0] = (uint8_t)PE_PROTO_VERSION;
-        respond(s, type, PE_ST_BAD_VERSION, seq, 1u);
+    offset = get32(req);
+    n = len - 4u;
+    if (offset == 0u) {
+        s->xfer_mode = PE_XFER_STAGING;
+        s->xfer_filled = 0u;
+    }
+    if (s->xfer_mode != PE_XFER_STAGING || offset != s->xfer_filled) {
+        put_reply(s, PE_CMD_PUT, seq, PE_ST_SEQ_GAP);
         return;
     }
-    if (len != n - PE_PROTO_HEADER_BYTES) {
-        respond(s, type, PE_ST_BAD_LENGTH, seq, 0u);
+    if (n > s->cfg.xfer_cap - offset) {
+        put_reply(s, PE_CMD_PUT, seq, PE_ST_BAD_LENGTH);
         return;
     }
+    copy_bytes(s->cfg.xfer_buf + offset, req + 4, n);
+    s->xfer_filled = offset + n;
+    put_reply(s, PE_CMD_PUT, seq, PE_ST_OK);
+}
+
+static void run_command(pe_proto_server *s, uint32_t type, uint32_t seq, const uint8_t *req,
+                        uint32_t len);
+
+/* EXEC: u32 length, u32 CRC-32 of the staged request; it runs (TRAIN, INFER and EVAL only)
+ * as if it had come in one frame with EXEC's sequence number and reply limit. */
+static void cmd_exec(pe_proto_server *s, uint32_t seq, const uint8_t *req, uint32_t len)
+{
+    uint32_t n;
+    uint32_t cmd;
+    if (len != 8u) {
+        respond(s, PE_CMD_EXEC, PE_ST_BAD_LENGTH, seq, 0u);
+        return;
+    }
+    n = get32(req);
+    if (s->xfer_mode != PE_XFER_STAGING || n == 0u || n != s->xfer_filled
+        || pe_crc32_update(0u, s->cfg.xfer_buf, n) != get32(req + 4)) {
+        s->xfer_mode = PE_XFER_NONE; /* not what the host sent: it stages again */
+        put_reply(s, PE_CMD_EXEC, seq, PE_ST_SEQ_GAP);
+        return;
+    }
+    s->xfer_mode = PE_XFER_NONE;
+    cmd = s->cfg.xfer_buf[0];
+    if (cmd != PE_CMD_TRAIN && cmd != PE_CMD_INFER && cmd != PE_CMD_EVAL) {
+        respond(s, PE_CMD_EXEC, PE_ST_BAD_ARGUMENT, seq, 0u);
+        return;
+    }
+    s->stats.staged++;
+    run_command(s, cmd, seq, s->cfg.xfer_buf + 1, n - 1u);
+}
+
+/* FETCH: u16 seq, u16 offset, u16 mask, u8 rounds: the PARTs of the cached response to
+ * request seq at offset + i x (reply limit - PART header) for every bit i set in mask, back
+ * to back, all of them `rounds` times over (the host asks for those it still misses, and
+ * for a few missing ones on a noisy line more than once). Answered from the cache without
+ * replacing it. The host sends each FETCH (its own sequence number) twice in a row on a
+ * noisy link: the second copy of one that was served is ignored. */
+static void cmd_fetch(pe_proto_server *s, uint32_t seq, const uint8_t *req, uint32_t len)
+{
+    uint32_t mask;
+    uint32_t room;
+    uint32_t r;
+    if (len != 7u || !s->have_last || get16(req) != s->last_req_seq
+        || get16(req + 2) >= s->tx_len || get16(req + 4) == 0u || req[6] == 0u
+        || req[6] > 16u) {
+        send_short(s, PE_CMD_FETCH | PE_TYPE_RESPONSE, PE_ST_BAD_ARGUMENT, seq);
+        return;
+    }
+    if (s->have_fetch && seq == s->last_fetch_seq) {
+        return;
+    }
+    s->have_fetch = 1u;
+    s->last_fetch_seq = (uint16_t)seq;
+    mask = get16(req + 4);
+    room = s->reply_limit == PE_NO_LIMIT ? (uint32_t)s->tx_len
+                                          : s->reply_limit - PE_PROTO_PART_HEADER_BYTES;
+    for (r = 0; r < req[6]; ++r) {
+        uint32_t offset = get16(req + 2);
+        uint32_t i;
+        for (i = 0; i < 16u && offset < s->tx_len; ++i, offset += room) {
+            if ((mask >> i) & 1u) {
+                (void)send_part(s, seq, offset);
+            }
+        }
+    }
+}
+
+/* -- dispatch ------------------------------------------------------------------------------- */
+/* The commands that run the model or read its state (also as a staged request: EXEC calls
+ * this, and it never calls EXEC - no recursion). */
+static void run_command(pe_proto_server *s, uint32_t type, uint32_t seq, const uint8_t *req,
+                        uint32_t len)
+{
     switch (type) {
     case PE_CMD_INFO:
         cmd_info(s, seq);
@@ -708,9 +847,80 @@ static void handle_frame(pe_proto_server *s, const uint8_t *f, size_t n, uint32_
     }
 }
 
+/* A request of another protocol version: status "bad version" with this device's version as
+ * the body, not cached. Version 1's requests had an 8-byte header (version, type, flags,
+ * status, u16 seq, u16 length): they get the answer in that layout, so that an old host can
+ * name the mismatch too. */
+static void bad_version(pe_proto_server *s, const uint8_t *f, size_t n)
+{
+    uint8_t r[9];
+    if (f[0] == 1u && n >= 8u) {
+        r[0] = (uint8_t)PE_PROTO_VERSION;
+        r[1] = (uint8_t)(f[1] | PE_TYPE_RESPONSE);
+        r[2] = 0u;
+        r[3] = (uint8_t)PE_ST_BAD_VERSION;
+        r[4] = f[4];
+        r[5] = f[5];
+        put16(r + 6, 1u);
+        r[8] = (uint8_t)PE_PROTO_VERSION;
+        send_frame(s, r, 9u, r, 0u);
+        return;
+    }
+    header(r, f[1] | PE_TYPE_RESPONSE, PE_ST_BAD_VERSION, get16(f + 3));
+    r[PE_HDR] = (uint8_t)PE_PROTO_VERSION;
+    send_frame(s, r, PE_HDR + 1u, r, 0u);
+}
+
+static void handle_frame(pe_proto_server *s, const uint8_t *f, size_t n, uint32_t crc)
+{
+    uint32_t type;
+    uint32_t seq;
+    if (n < PE_HDR || (f[1] & PE_TYPE_RESPONSE) != 0u) {
+        s->stats.bad_header++;
+        nack(s, PE_NACK_HEADER);
+        return;
+    }
+    s->stats.frames_ok++;
+    if (f[0] != PE_PROTO_VERSION) {
+        bad_version(s, f, n);
+        return;
+    }
+    type = f[1];
+    seq = get16(f + 3);
+    s->reply_limit = f[2] == 0u ? PE_NO_LIMIT : (uint32_t)f[2] * PE_PROTO_REPLY_UNIT;
+    if (s->reply_limit < PE_PROTO_MIN_REPLY) {
+        s->reply_limit = PE_PROTO_MIN_REPLY;
+    }
+    if (type == PE_CMD_FETCH) {
+        cmd_fetch(s, seq, f + PE_HDR, (uint32_t)(n - PE_HDR));
+        return;
+    }
+    if (s->have_last && seq == s->last_req_seq && crc == s->last_req_crc) {
+        s->stats.resent++;
+        send_cached(s, seq);
+        return;
+    }
+    s->have_last = 1u;
+    s->last_req_seq = (uint16_t)seq;
+    s->last_req_crc = crc;
+    if (type == PE_CMD_PUT) {
+        cmd_put(s, seq, f + PE_HDR, (uint32_t)(n - PE_HDR));
+    } else if (type == PE_CMD_EXEC) {
+        cmd_exec(s, seq, f + PE_HDR, (uint32_t)(n - PE_HDR));
+    } else {
+        run_command(s, type, seq, f + PE_HDR, (uint32_t)(n - PE_HDR));
+    }
+}
+
 void pe_proto_byte(pe_proto_server *s, uint8_t byte)
 {
     const int r = pe_frame_rx_push(&s->rx, byte);
+    if (r < 0 && s->rx.raw < PE_PROTO_QUIET_BYTES) {
+        /* a byte or two of noise between frames (e.g. a hit second delimiter): no request
+         * is that short, and a damaged one leaves a longer piece, so no NACK for it */
+        s->stats.short_frames++;
+        return;
+    }
     switch (r) {
     case PE_FRAME_READY:
         handle_frame(s, s->rx.buf, s->rx.len, s->rx.crc);
@@ -759,16 +969,17 @@ int pe_proto_init(pe_proto_server *s, const pe_proto_config *cfg)
         || cfg->tx_cap < PE_PROTO_TX_BYTES(PE_PROTO_MIN_BODY)) {
         return -1;
     }
-    if (cfg->model->export_bytes > 0u && cfg->params_buf != NULL
-        && cfg->params_cap < cfg->model->export_bytes) {
+    if (cfg->model->export_bytes > 0u && cfg->xfer_buf != NULL
+        && cfg->xfer_cap < cfg->model->export_bytes) {
         return -1;
     }
-    body_rx = cfg->rx_cap - PE_PROTO_HEADER_BYTES - PE_FRAME_CRC_BYTES;
-    body_tx = cfg->tx_cap - PE_PROTO_HEADER_BYTES;
+    body_rx = cfg->rx_cap - PE_HDR - PE_FRAME_CRC_BYTES;
+    body_tx = cfg->tx_cap - PE_HDR;
     s->max_body = (uint32_t)(body_rx < body_tx ? body_rx : body_tx);
-    if (s->max_body > 0xFFFFu) {
-        s->max_body = 0xFFFFu;
+    if (s->max_body > 0xFFFFu - PE_HDR) {
+        s->max_body = 0xFFFFu - PE_HDR; /* PART offsets and totals are u16 */
     }
+    s->reply_limit = PE_NO_LIMIT;
     pe_frame_rx_init(&s->rx, cfg->rx_buf, cfg->rx_cap);
     s->last_loss_bits = PE_NAN_BITS;
     return restore(s);

@@ -1,16 +1,24 @@
 /*
- * pe_proto.h - the device side of the pockengine serial protocol (docs/serial-protocol.md).
+ * pe_proto.h - the device side of the pockengine serial protocol (docs/serial-protocol.md),
+ * version 2.
  *
- * A request/response server over any byte stream: frames (pe_frame.h) carry an 8-byte header
+ * A request/response server over any byte stream: frames (pe_frame.h) carry a header
  *
- *     0 u8 version (1)   1 u8 type (command; response: command | 0x80; NACK: 0xFF)
- *     2 u8 flags         3 u8 status (responses)   4 u16 sequence number   6 u16 body bytes
+ *     request:   0 u8 version (2)  1 u8 command  2 u8 reply limit  3 u16 sequence number
+ *     response:  0 u8 version (2)  1 u8 type     2 u8 status       3 u16 sequence number
  *
- * and a body (little-endian fields). The response to a request is its acknowledgement; a
- * damaged frame is answered with a NACK. A request that repeats the previous one (same
- * sequence number and CRC) is answered from the cached response without running again, and
- * TRAIN carries a sample sequence number that makes it idempotent across restarts: sample
- * k + 1 is applied only after sample k, exactly once.
+ * (type: command | 0x80; NACK: 0xFF; PART: 0xFE) and a body (little-endian fields; its length
+ * is the frame's). The response to a request is its acknowledgement; a damaged frame is
+ * answered with a NACK. A request that repeats the previous one (same sequence number and
+ * CRC) is answered from the cached response without running again, and TRAIN carries a sample
+ * sequence number that makes it idempotent across restarts: sample k + 1 is applied only after
+ * sample k, exactly once.
+ *
+ * Large messages on a noisy link: the request's reply limit (8-byte units, 0: none) bounds
+ * the response frame; a response that does not fit is sent in PART frames (the first as the
+ * answer, the rest on FETCH, up to 16 back to back, sliced from the cache). A request that does not fit the host's
+ * frames is staged with PUT (pieces at offsets into the transfer buffer) and run by EXEC
+ * (its length and CRC-32). So frames can shrink to a few dozen bytes in both directions.
  *
  * The server calls the generated model through a table (pe_proto_model) and saves
  * checkpoints through pe_checkpoint.h. Buffers are the caller's: no malloc. Typical device
@@ -34,11 +42,15 @@
 extern "C" {
 #endif
 
-#define PE_PROTO_VERSION 1u
-#define PE_PROTO_HEADER_BYTES 8u
+#define PE_PROTO_VERSION 2u
+#define PE_PROTO_HEADER_BYTES 5u
+#define PE_PROTO_PART_HEADER_BYTES 9u   /* response header + u16 offset + u16 total */
+#define PE_PROTO_REPLY_UNIT 8u          /* the reply limit counts 8-byte units */
+#define PE_PROTO_MIN_REPLY 16u          /* the smallest reply limit (smaller ones: this) */
 #define PE_PROTO_MIN_BODY 128u          /* the smallest max body a server accepts */
 #define PE_PROTO_HASH_BYTES 32u
 #define PE_PROTO_BOARD_MAX 32u
+#define PE_PROTO_QUIET_BYTES 3u         /* damaged pieces shorter than this get no NACK */
 #define PE_PROTO_RX_BYTES(max_body) (PE_PROTO_HEADER_BYTES + (max_body) + PE_FRAME_CRC_BYTES)
 #define PE_PROTO_TX_BYTES(max_body) (PE_PROTO_HEADER_BYTES + (max_body))
 
@@ -53,7 +65,11 @@ extern "C" {
 #define PE_CMD_STATS 0x08u
 #define PE_CMD_RESET 0x09u
 #define PE_CMD_DESCRIBE 0x0Au
+#define PE_CMD_PUT 0x0Bu      /* stage a piece of a large request: u32 offset, bytes */
+#define PE_CMD_EXEC 0x0Cu     /* run the staged request: u32 length, u32 CRC-32 */
+#define PE_CMD_FETCH 0x0Du    /* pieces of a cached response: u16 seq, offset, mask, u8 n */
 #define PE_TYPE_RESPONSE 0x80u
+#define PE_TYPE_PART 0xFEu    /* a piece of a response: u16 offset, u16 total, bytes */
 #define PE_TYPE_NACK 0xFFu
 
 /* Status (header byte 3 of a response; a NACK's reason). */
@@ -112,6 +128,14 @@ typedef struct {
     uint32_t describe_bytes;
 } pe_proto_model;
 
+/* Trace events (pe_proto_config.trace): what happened to the parameter state, for audits
+ * such as the fault campaign's exactly-once ledger (tests/benchmark_serial.py). */
+#define PE_TRACE_APPLIED 1u    /* a sample was applied: a = its seq, b = steps */
+#define PE_TRACE_CHECKPOINT 2u /* a checkpoint was saved: a = last seq, b = generation */
+#define PE_TRACE_RESTORED 3u   /* the state was (re)started: a = last seq, b = generation
+                                * of the checkpoint it came from (0: initial parameters) */
+typedef void (*pe_proto_trace_fn)(void *ctx, uint32_t event, uint32_t a, uint32_t b);
+
 typedef struct {
     const pe_proto_model *model;
     const pe_storage *storage;  /* NULL: no checkpoints */
@@ -121,8 +145,10 @@ typedef struct {
     size_t rx_cap;
     uint8_t *tx_buf;            /* PE_PROTO_TX_BYTES(max body) */
     size_t tx_cap;
-    uint8_t *params_buf;        /* >= export_bytes, for GET_PARAMS / SET_PARAMS */
-    size_t params_cap;
+    uint8_t *xfer_buf;          /* GET/SET_PARAMS image (>= export_bytes) and staged */
+    size_t xfer_cap;            /* requests (PUT/EXEC); NULL: neither */
+    pe_proto_trace_fn trace;    /* NULL: no trace */
+    void *trace_ctx;
 } pe_proto_config;
 
 /* Counters (STATS, in this order). */
@@ -140,6 +166,8 @@ typedef struct {
     uint32_t train_rejected;     /* gaps, run mismatches, bad arguments, model errors */
     uint32_t checkpoints;
     uint32_t checkpoint_errors;
+    uint32_t staged;             /* staged requests run (EXEC) */
+    uint32_t parts;              /* PART frames sent */
 } pe_proto_stats;
 
 typedef struct {
@@ -148,12 +176,15 @@ typedef struct {
     pe_proto_stats stats;
     uint32_t max_body;
     size_t tx_len;               /* the cached last response (header + body) */
+    uint32_t reply_limit;        /* the current request's largest response frame */
     uint32_t last_req_crc;
     uint16_t last_req_seq;
+    uint16_t last_fetch_seq;     /* a FETCH sent twice (for the noise) is served once */
     uint8_t have_last;
+    uint8_t have_fetch;
     uint8_t restored;
-    uint8_t params_mode;         /* 0: none, 1: GET snapshot, 2: SET filling */
-    uint32_t params_filled;
+    uint8_t xfer_mode;           /* 0: none, 1: GET snapshot, 2: SET filling, 3: staging */
+    uint32_t xfer_filled;        /* SET filling, staging: bytes received */
     uint32_t params_crc;
     uint32_t last_seq;           /* last applied sample sequence number (0: none) */
     uint32_t steps;
@@ -167,7 +198,7 @@ typedef struct {
 } pe_proto_server;
 
 /* Set up the server, initialise the model and restore the newest checkpoint. Returns 0, or
- * -1 if the buffers are too small (max body < PE_PROTO_MIN_BODY, params buffer < export),
+ * -1 if the buffers are too small (max body < PE_PROTO_MIN_BODY, transfer buffer < export),
  * or the model's init error. */
 int pe_proto_init(pe_proto_server *s, const pe_proto_config *cfg);
 

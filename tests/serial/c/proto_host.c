@@ -2,9 +2,11 @@
  * proto_host.c - the protocol server on the host, for tests: frames on stdin/stdout, the toy
  * model (toy_model.c), checkpoints in a file (pe_storage_file.c).
  *
- *   proto_host [--storage FILE] [--max-body N] [--mse] [--no-describe]
+ *   proto_host [--storage FILE] [--max-body N] [--xfer-bytes N] [--mse] [--no-describe]
  *              [--crash-after-writes N]     exit abruptly (status 3) in the middle of the
  *                                           N-th storage write: a power cut while saving
+ *              [--trace FILE]               append the server's trace events to FILE
+ *                                           ("@pe:trace applied seq=K n=STEPS", ...)
  *
  * Built with ASan/UBSan by tests/serial/test_device_server.py.
  */
@@ -20,7 +22,8 @@
 
 static uint8_t rx_buf[PE_PROTO_RX_BYTES(MAX_BODY_CAP)];
 static uint8_t tx_buf[PE_PROTO_TX_BYTES(MAX_BODY_CAP)];
-static uint8_t params_buf[TOY_EXPORT_BYTES];
+#define XFER_CAP 8192u
+static uint8_t xfer_buf[XFER_CAP]; /* GET/SET_PARAMS image and staged requests */
 static const uint8_t model_hash[32] = {
     0x70, 0x6f, 0x63, 0x6b, 0x65, 0x6e, 0x67, 0x69, 0x6e, 0x65, 0x2d, 0x74, 0x6f, 0x79, 1, 2,
     3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18};
@@ -41,6 +44,17 @@ static void write_all(void *ctx, const uint8_t *data, size_t n)
         data += k;
         n -= (size_t)k;
     }
+}
+
+static FILE *trace_file;
+
+static void trace_line(void *ctx, uint32_t event, uint32_t a, uint32_t b)
+{
+    static const char *const names[] = {"?", "applied", "checkpoint", "restored"};
+    (void)ctx;
+    fprintf(trace_file, "@pe:trace %s seq=%lu n=%lu\n", names[event <= 3u ? event : 0u],
+            (unsigned long)a, (unsigned long)b);
+    fflush(trace_file);
 }
 
 /* storage with a power cut: the N-th write stops half way and the process dies */
@@ -75,6 +89,7 @@ int main(int argc, char **argv)
     pe_storage storage;
     const char *path = NULL;
     unsigned long max_body = 256;
+    unsigned long xfer_bytes = 512;
     int mse = 0;
     int with_describe = 1;
     int i;
@@ -83,10 +98,18 @@ int main(int argc, char **argv)
             path = argv[++i];
         } else if (strcmp(argv[i], "--max-body") == 0 && i + 1 < argc) {
             max_body = strtoul(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--xfer-bytes") == 0 && i + 1 < argc) {
+            xfer_bytes = strtoul(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--mse") == 0) {
             mse = 1;
         } else if (strcmp(argv[i], "--no-describe") == 0) {
             with_describe = 0;
+        } else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc) {
+            trace_file = fopen(argv[++i], "a");
+            if (trace_file == NULL) {
+                fprintf(stderr, "proto_host: cannot open %s\n", argv[i]);
+                return 2;
+            }
         } else if (strcmp(argv[i], "--crash-after-writes") == 0 && i + 1 < argc) {
             crash_after = strtol(argv[++i], NULL, 10);
         } else {
@@ -96,6 +119,9 @@ int main(int argc, char **argv)
     }
     if (max_body > MAX_BODY_CAP) {
         max_body = MAX_BODY_CAP;
+    }
+    if (xfer_bytes > XFER_CAP) {
+        xfer_bytes = XFER_CAP;
     }
     memset(&model, 0, sizeof(model));
     model.model_hash = model_hash;
@@ -128,8 +154,11 @@ int main(int argc, char **argv)
     cfg.rx_cap = PE_PROTO_RX_BYTES(max_body);
     cfg.tx_buf = tx_buf;
     cfg.tx_cap = PE_PROTO_TX_BYTES(max_body);
-    cfg.params_buf = params_buf;
-    cfg.params_cap = sizeof(params_buf);
+    cfg.xfer_buf = xfer_buf;
+    cfg.xfer_cap = xfer_bytes;
+    if (trace_file != NULL) {
+        cfg.trace = trace_line;
+    }
     if (path != NULL) {
         if (pe_storage_file_open(&file_storage, &file, path, 512u) != 0) {
             fprintf(stderr, "proto_host: cannot open %s\n", path);
