@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..data import check_finite
 from ..errors import PockError
 from ..ir import Graph
 
@@ -81,8 +82,7 @@ def calibration_batches(graph: Graph, calib: CalibData) -> list[np.ndarray]:
             raise PockError(f"calibration data for input {name!r} has dtype {a.dtype}, "
                             "expected float32")
         a = a.astype(np.float32)
-        if not np.all(np.isfinite(a)):
-            raise PockError(f"calibration data for input {name!r} contains NaN or infinity")
+        check_finite(a, f"calibration data for input {name!r}")
         if n_samples is not None and a.shape[0] != n_samples:
             raise PockError(f"calibration arrays have different sample counts "
                             f"({n_samples} and {a.shape[0]})")
