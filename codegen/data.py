@@ -14,21 +14,15 @@ import numpy as np
 
 from .errors import PockError, brief
 from .ir import Graph
+from .ir.verify import nonfinite
 
 
 def check_finite(a: np.ndarray, what: str) -> None:
     """PockError naming ``what``, the count and the first index if a float array holds NaN
     or an infinity (quantized, NaN would become 0 and infinities +-127/-128, silently)."""
-    a = np.asarray(a)
-    if a.dtype.kind != "f":
-        return
-    bad = ~np.isfinite(a)
-    n = int(np.count_nonzero(bad))
-    if n:
-        first = np.unravel_index(int(np.flatnonzero(bad)[0]), a.shape) if a.ndim else ()
-        index = list(map(int, first))
-        raise PockError(f"{what} has {n} NaN or infinite value{'s' if n > 1 else ''} "
-                        f"(the first at index {index}: {a[tuple(index)]})")
+    bad = nonfinite(a)
+    if bad:
+        raise PockError(f"{what} has {bad}")
 
 
 def _header(f: Any, size: int, what: str) -> tuple[tuple[int, ...], np.dtype]:

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError
-from ..ir import Graph, Op, QuantParams, Role, Tensor, same_padding, verify
+from ..ir import MAX_ELEMENTS, Graph, Op, QuantParams, Role, Tensor, same_padding, verify
 from .checked_flatbuffer import FlatBuffer, FlatBufferError, Table
 from .tflite_schema import (
     ACTIVATION_NAMES,
@@ -54,7 +54,6 @@ from .tflite_schema import (
     Slot,
 )
 
-MAX_ELEMENTS = 2**28          # per tensor
 MAX_RANK = 8
 _NARROW_INTS = ("int8", "uint8", "int16")
 _WEIGHTED = ("conv2d", "depthwise_conv2d", "fully_connected")

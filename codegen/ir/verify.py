@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import ModelError
-from .graph import DTYPES, Graph, Op, Role
+from .graph import DTYPES, MAX_ELEMENTS, Graph, Op, Role
 from .ops import ACTIVATIONS, OP_SPECS, TRAINING_OP_SPECS, UPDATE_INPUTS, conv_out_size
+
+
+def nonfinite(a: np.ndarray) -> str | None:
+    """None for an array without NaN and infinities, else what is wrong: the count and the
+    first index ("2 NaN or infinite values (the first at index [3, 0]: nan)")."""
+    a = np.asarray(a)
+    if a.dtype.kind != "f":
+        return None
+    bad = ~np.isfinite(a)
+    n = int(np.count_nonzero(bad))
+    if not n:
+        return None
+    first = [int(i) for i in np.unravel_index(int(np.flatnonzero(bad)[0]), a.shape)]
+    return (f"{n} NaN or infinite value{'s' if n > 1 else ''} (the first at index {first}: "
+            f"{a[tuple(first)]})")
 
 
 def _fail(op: Op | None, msg: str) -> None:
@@ -21,9 +38,14 @@ def verify(graph: Graph) -> Graph:
             _fail(None, f"tensor {t.name!r} has unsupported dtype {t.dtype}")
         if any(d < 0 for d in t.shape):
             _fail(None, f"tensor {t.name!r} has negative dimension in shape {list(t.shape)}")
+        if math.prod(t.shape) > MAX_ELEMENTS:
+            _fail(None, f"tensor {t.name!r} has shape {list(t.shape)}: "
+                        f"{math.prod(t.shape)} elements, at most {MAX_ELEMENTS} supported")
         if t.data is not None and tuple(t.data.shape) != t.shape:
             _fail(None, f"tensor {t.name!r}: data shape {list(t.data.shape)} != declared "
                         f"{list(t.shape)}")
+        if t.data is not None and (bad := nonfinite(t.data)):
+            _fail(None, f"constant tensor {t.name!r} has {bad}")
         q = t.quant
         if q is not None:
             if q.scale.shape != q.zero_point.shape:
