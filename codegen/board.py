@@ -337,17 +337,24 @@ def list_boards() -> list[Board]:
     return [load_board_file(p) for p in sorted(boards_dir().glob("*.yaml"))]
 
 
+def _is_file(p: Path) -> bool:
+    try:
+        return p.is_file()
+    except OSError:                  # a name too long for the file system
+        return False
+
+
 def load_board(name_or_path: str) -> Board:
     """A board by catalogue name (boards/NAME.yaml) or by path to a YAML file."""
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml"):
-        if not p.is_file():
-            raise SpecError(f"{p}: no such board file")
+        if not _is_file(p):
+            raise SpecError(f"{brief(str(p), 200, quote=False)}: no such board file")
         return load_board_file(p)
     f = boards_dir() / f"{name_or_path}.yaml"
-    if not f.is_file():
+    if not _is_file(f):
         names = ", ".join(b.stem for b in sorted(boards_dir().glob("*.yaml")))
-        raise SpecError(f"unknown board {name_or_path!r} (boards: {names})")
+        raise SpecError(f"unknown board {brief(name_or_path)} (boards: {names})")
     return load_board_file(f)
 
 

@@ -4,10 +4,11 @@
 document of plain data, refusing what could make a small file expensive or ambiguous:
 
 - aliases (``*a``, merge keys ``<<: *a``): an alias bomb of a few hundred bytes expands to
-  gigabytes; specs and boards never need them;
+  gigabytes; specs and boards never need them; explicit tags (``!!int x``, ``!!binary``...)
+  too, and a value the constructor cannot build (a date ``2001-13-45``) is an error;
 - nesting deeper than ``MAX_DEPTH`` (``[[[[...``: the composer recurses once per level);
 - duplicate mapping keys (YAML says keys are unique; PyYAML silently keeps the last);
-- files over ``MAX_BYTES``.
+- files over ``MAX_BYTES`` and integers of more than ``MAX_INT_DIGITS`` digits.
 
 Every problem is a one-line ``SpecError`` naming the file and, where there is one, the line.
 """
@@ -23,6 +24,7 @@ from .errors import SpecError, brief
 
 MAX_BYTES = 1 << 20
 MAX_DEPTH = 64
+MAX_INT_DIGITS = 1000
 
 
 class _Refused(Exception):
@@ -45,6 +47,11 @@ class _Loader(yaml.SafeLoader):
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise _Refused(f"{_line(event)}YAML aliases are not supported (*{event.anchor})")
+        event = self.peek_event()
+        tag = getattr(event, "tag", None)
+        if tag is not None and tag != "!":
+            raise _Refused(f"{_line(event)}explicit YAML tags are not supported "
+                           f"({brief(tag, 60, quote=False)})")
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
@@ -53,6 +60,13 @@ class _Loader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, OverflowError, TypeError) as e:   # e.g. a date 2001-13-45
+            raise _Refused(f"{_line(node)}cannot read {brief(node.value, 60)} "
+                           f"({brief(e, 100, quote=False)})") from None
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         if isinstance(node, yaml.MappingNode):
@@ -69,6 +83,15 @@ class _Loader(yaml.SafeLoader):
                 if dup:
                     raise _Refused(f"{_line(key_node)}duplicate key {brief(key)}")
         return super().construct_mapping(node, deep=deep)
+
+
+def _construct_int(loader: _Loader, node: Any) -> int:
+    if len(node.value) > MAX_INT_DIGITS:             # int() refuses 4,300 digits anyway
+        raise _Refused(f"{_line(node)}a number with {len(node.value)} digits")
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 def parse_yaml(text: str, where: str) -> Any:

@@ -436,3 +436,77 @@ def test_console_script_bad_board(tmp_path):
                        capture_output=True, text=True, timeout=120, cwd=ROOT,
                        env=dict(os.environ, PYTHONPATH=str(ROOT)), check=False)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+@pytest.mark.parametrize("text,words", [
+    (b"trainable: [{layers: all}]\naccumulate: " + b"9" * 5000 + b"\n",
+     ["line 2", "a number with 5000 digits"]),
+    (b"trainable: [{layers: all}]\naccumulate: !!int x\n", ["line 2", "explicit YAML tags"]),
+    (b"trainable: !!python/object/apply:os.system [id]\n", ["explicit YAML tags"]),
+    (b"trainable: [{layers: all}]\nloss: 2001-13-45\n", ["line 2", "cannot read '2001-13-45'"]),
+], ids=_id)
+def test_yaml_values_the_constructor_cannot_build(tmp_path, text, words):
+    p = tmp_path / "spec.yaml"
+    p.write_bytes(text)
+    with pytest.raises(SpecError) as e:
+        load_spec(p)
+    for w in words:
+        assert w in str(e.value), str(e.value)
+
+
+def test_short_form_longer_than_a_file_name():
+    """load_spec asks the file system first: a 5,000-character short form is not a file
+    (it raised OSError: File name too long)."""
+    with pytest.raises(SpecError, match="accumulate must be a number"):
+        load_spec("bias:all,accumulate=" + "9" * 5000)
+    from codegen.board import load_board
+
+    with pytest.raises(SpecError, match="no such board file"):
+        load_board("b" * 5000 + ".yaml")
+    with pytest.raises(SpecError, match="unknown board"):
+        load_board("b" * 5000)
+
+
+# -- model files ------------------------------------------------------------------------------
+
+def _small_onnx(name: str, edit) -> bytes:
+    import onnx
+
+    from tests.fuzz.onnx_mut import small_models
+
+    m = onnx.ModelProto()
+    m.ParseFromString(small_models()[name])
+    edit(m.graph)
+    return m.SerializeToString()
+
+
+def test_huge_tensors_are_refused_at_import(tmp_path, capsys):
+    """A Conv pad of 2**31-1 made a 68 GB activation that fit ran into ("out of memory");
+    every importer's graph now has at most MAX_ELEMENTS elements per tensor."""
+    from onnx import helper
+
+    def pad(g):
+        conv = next(n for n in g.node if n.op_type == "Conv")
+        del conv.attribute[[a.name for a in conv.attribute].index("pads")]
+        conv.attribute.append(helper.make_attribute("pads", [0, 2**31 - 1, 0, 1]))
+
+    p = tmp_path / "pad.onnx"
+    p.write_bytes(_small_onnx("dw_bn_gap", pad))
+    one_line_error(*cli(["inspect", p], capsys), "pad.onnx", "17179869216 elements",
+                   "at most 16777216")
+
+
+def test_nan_weights_are_refused_at_import(tmp_path, capsys):
+    """A NaN weight reached the quantizer, which printed a NumPy RuntimeWarning."""
+    from onnx import numpy_helper
+
+    def nan(g):
+        t = next(i for i in g.initializer if i.name == "w1")
+        a = numpy_helper.to_array(t).copy()
+        a[1, 2, 0, 1] = np.inf
+        t.CopyFrom(numpy_helper.from_array(a, "w1"))
+
+    p = tmp_path / "nan.onnx"
+    p.write_bytes(_small_onnx("pad_conv_pool", nan))
+    one_line_error(*cli(["inspect", p], capsys), "nan.onnx", "1 NaN or infinite value",
+                   "index [1, 0, 1, 2]")      # OIHW [1, 2, 0, 1] is OHWI [1, 0, 1, 2]

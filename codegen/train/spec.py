@@ -313,7 +313,11 @@ def parse_short(text: str) -> TrainSpec:
 def load_spec(arg: str | Path) -> TrainSpec:
     """A spec from a YAML file path, or a short form."""
     p = Path(arg)
-    if p.suffix in (".yaml", ".yml", ".json") or p.is_file():
+    try:
+        is_file = p.is_file()
+    except OSError:                  # e.g. a short form longer than a file name may be
+        is_file = False
+    if p.suffix in (".yaml", ".yml", ".json") or is_file:
         from ..safe_yaml import load_yaml_file
 
         return spec_from_dict(load_yaml_file(p, "training spec"), str(p))
