@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import QuantParams, Role, conv_out_size
+from ..ir import MAX_ELEMENTS, QuantParams, Role, conv_out_size
 from .onnx_layout import (
     broadcast_constant,
     chw_to_hwc_columns,
@@ -655,6 +655,9 @@ class LayerConverters:
         for j, ax in enumerate(axes):
             per[ax] = [pads[j], pads[j + len(axes)]]
         out_shape = tuple(d + p[0] + p[1] for d, p in zip(x.shape, per))
+        if math.prod(out_shape) > MAX_ELEMENTS:
+            raise self.err(f"pads {pads} make the output {list(out_shape)} "
+                           f"({math.prod(out_shape)} elements; at most {MAX_ELEMENTS})")
         ir_pads = tuple(tuple(per[i]) for i in ((0, 2, 3, 1) if r == 4 else range(r)))
         self._passthrough(x, "pad", {"pads": ir_pads}, self.nodes[idx].output[0], out_shape)
 

@@ -160,7 +160,7 @@ def _check_shapes(graph: Graph, op: Op) -> None:
         n = int(np.prod(x, dtype=np.int64))
         if w[1] == 0 or n % w[1]:
             _fail(op, f"input {list(x)} cannot be flattened to rows of {w[1]}")
-        if out[-1] != w[0] or int(np.prod(out, dtype=np.int64)) != n // w[1] * w[0]:
+        if not out or out[-1] != w[0] or math.prod(out) != n // w[1] * w[0]:
             _fail(op, f"output shape {list(out)} inconsistent with weight {list(w)} and input "
                       f"{list(x)}")
         if len(op.inputs) > 2 and op.inputs[2] and _shape(graph, op.inputs[2]) != (w[0],):
