@@ -436,7 +436,8 @@ def _dequantized(info: _TensorInfo) -> _TensorInfo:
         bshape[q.axis] = q.scale.size
     scale = q.scale.reshape(bshape) if bshape else q.scale.reshape(())
     zp = q.zero_point.reshape(scale.shape).astype(np.float32)
-    data = ((info.data.astype(np.float32) - zp) * scale).astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):   # verify() names what overflowed
+        data = ((info.data.astype(np.float32) - zp) * scale).astype(np.float32)
     return _TensorInfo(info.index, info.name, info.shape, "float32", None, data)
 
 

@@ -110,7 +110,8 @@ def calibrate(graph: Graph, batches: list[np.ndarray]) -> Ranges:
                 reps = -(-step // chunk.shape[0])
                 chunk = np.concatenate([chunk] * reps)[:step]
             feeds[name] = chunk
-        values = program.execute(feeds, keep_all=True)
+        with np.errstate(over="ignore", invalid="ignore"):   # observe() names the tensor
+            values = program.execute(feeds, keep_all=True)
         for name, v in values.items():
             t = graph.tensors.get(name)
             if t is not None and t.dtype == "float32" and not t.is_const:
