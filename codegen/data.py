@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import struct
+import tokenize
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -34,7 +35,8 @@ def _header(f: Any, size: int, what: str) -> tuple[tuple[int, ...], np.dtype]:
         version = fmt.read_magic(f)
         read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
         shape, _, dtype = read(f)
-    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as e:
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError, RecursionError,
+            MemoryError, tokenize.TokenError) as e:        # numpy parses the header text
         raise PockError(f"{what}: not a readable .npy array ({brief(e, 120, quote=False)})"
                         ) from None
     if dtype.hasobject:
@@ -72,9 +74,10 @@ def load_npz(path: str | Path, need_y: bool = False) -> tuple[np.ndarray, np.nda
     p = Path(path)
     arrays: dict[str, np.ndarray] = {}
     try:
+        with open(p, "rb") as f:
+            if f.read(4) not in (b"PK\x03\x04", b"PK\x05\x06"):     # not a zip archive
+                raise PockError(f"{p}: expected an .npz archive with arrays 'x' and 'y'")
         z = np.load(p, allow_pickle=False)
-        if not isinstance(z, np.lib.npyio.NpzFile):
-            raise PockError(f"{p}: expected an .npz archive with arrays 'x' and 'y'")
         with z:
             if "x" not in z.files:
                 raise PockError(f"{p}: no array 'x' in the archive (has "
@@ -88,7 +91,7 @@ def load_npz(path: str | Path, need_y: bool = False) -> tuple[np.ndarray, np.nda
     except FileNotFoundError:
         raise PockError(f"{p}: no such file") from None
     except (ValueError, OSError, EOFError, KeyError, NotImplementedError, RuntimeError,
-            struct.error, zipfile.BadZipFile, zlib.error) as e:   # what zipfile raises
+            struct.error, zipfile.BadZipFile, zlib.error, tokenize.TokenError) as e:
         raise PockError(f"{p}: not a readable .npz archive ({brief(e, 120, quote=False)})"
                         ) from None
     x, y = arrays["x"], arrays.get("y")
