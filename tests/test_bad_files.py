@@ -510,3 +510,109 @@ def test_nan_weights_are_refused_at_import(tmp_path, capsys):
     p.write_bytes(_small_onnx("pad_conv_pool", nan))
     one_line_error(*cli(["inspect", p], capsys), "nan.onnx", "1 NaN or infinite value",
                    "index [1, 0, 1, 2]")      # OIHW [1, 2, 0, 1] is OHWI [1, 0, 1, 2]
+
+
+def quiet_cli(argv: list[str], capsys) -> tuple[int, str]:
+    """``cli`` that also fails on any Python warning (they reach the user's terminal)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as rec:
+        status, err = cli(argv, capsys)
+    assert not rec, [f"{w.filename}:{w.lineno}: {w.message}" for w in rec]
+    return status, err
+
+
+def test_onnx_pads_of_2_62_name_the_field(tmp_path, capsys):
+    """Was the catch-all 'cannot import the model at node /flatten (ValueError: cannot
+    reshape array of size 48 into shape (1,4,2305843009213693955,4))'."""
+    from onnx import numpy_helper
+
+    def pads(g):
+        t = next(i for i in g.initializer if i.name == "pads")
+        t.CopyFrom(numpy_helper.from_array(np.array([0, 0, 2**62, 1, 0, 0, 1, 1], np.int64),
+                                           "pads"))
+
+    p = tmp_path / "pads.onnx"
+    p.write_bytes(_small_onnx("pad_conv_pool", pads))
+    for verb in (["inspect", p], ["plan", p, "--calib", tmp_path / "c.npz"]):
+        np.savez(tmp_path / "c.npz", x=np.zeros((2, 3, 8, 8), np.float32))
+        line = one_line_error(*quiet_cli(verb, capsys), "node '/pad' (Pad)",
+                              "pads [0, 0, 4611686018427387904, 1, 0, 0, 1, 1]")
+        assert "ValueError" not in line and "cannot import" not in line
+
+
+def test_tflite_scalar_output_of_fully_connected(tmp_path, capsys, model):
+    """An FC whose output shape vector is empty reached the user as 'corrupt TFLite file
+    (IndexError: tuple index out of range)' from ir/verify.py."""
+    import struct
+
+    import tflite
+
+    data = bytearray(model.read_bytes())
+    m = tflite.Model.GetRootAsModel(data, 0)
+    sg = m.Subgraphs(0)
+    fc = next(sg.Operators(k) for k in range(sg.OperatorsLength())
+              if m.OperatorCodes(sg.Operators(k).OpcodeIndex()).BuiltinCode()
+              == tflite.BuiltinOperator.FULLY_CONNECTED)
+    out = sg.Tensors(fc.Outputs(0))
+    struct.pack_into("<I", data, out._tab.Vector(out._tab.Offset(4)) - 4, 0)   # shape: []
+    p = tmp_path / "fc.tflite"
+    p.write_bytes(bytes(data))
+    line = one_line_error(*quiet_cli(["inspect", p], capsys), "(fully_connected)",
+                          "output shape []")
+    assert "IndexError" not in line
+
+
+def test_overflowing_weights_are_one_line_without_warnings(tmp_path, capsys):
+    """Finite weights whose products overflow float32: calibration printed a NumPy
+    'overflow encountered' RuntimeWarning before the error."""
+    from onnx import numpy_helper
+
+    def huge(g):
+        t = next(i for i in g.initializer if i.name == "w1")
+        t.CopyFrom(numpy_helper.from_array(np.full((4, 3, 3, 3), 3e38, np.float32), "w1"))
+
+    p = tmp_path / "huge.onnx"
+    p.write_bytes(_small_onnx("pad_conv_pool", huge))
+    c = tmp_path / "c.npz"
+    np.savez(c, x=np.ones((2, 3, 8, 8), np.float32))
+    one_line_error(*quiet_cli(["quantize", p, "--calib", c, "-o", tmp_path / "q.tflite"],
+                              capsys), "calibration produced non-finite values")
+
+
+def test_hybrid_weights_that_overflow_float32(tmp_path, capsys):
+    """A hybrid (int8 weights, float activations) model whose weight scale is 3e38: the
+    dequantized weights overflow; was a RuntimeWarning before the error."""
+    import struct
+
+    import tflite
+
+    src = ROOT.parent / "shared" / "models" / "kws_ref_model_float32.tflite"
+    if not src.is_file():
+        pytest.skip(f"{src} not found")
+    data = bytearray(src.read_bytes())
+    m = tflite.Model.GetRootAsModel(data, 0)
+    sg = m.Subgraphs(0)
+    t = next(sg.Tensors(i) for i in range(sg.TensorsLength())
+             if sg.Tensors(i).Type() == tflite.TensorType.INT8 and sg.Tensors(i).Buffer()
+             and sg.Tensors(i).Quantization() is not None
+             and sg.Tensors(i).Quantization().ScaleLength())
+    q = t.Quantization()
+    struct.pack_into("<f", data, q._tab.Vector(q._tab.Offset(8)), 3e38)       # scale[0]
+    p = tmp_path / "hybrid.tflite"
+    p.write_bytes(bytes(data))
+    one_line_error(*quiet_cli(["inspect", p], capsys), "NaN or infinite")
+
+
+def test_npy_given_as_npz_is_not_parsed(tmp_path, capsys, model):
+    """An .npy (with a damaged header) where an .npz belongs: numpy's header parser raised
+    tokenize.TokenError through load_npz."""
+    p = tmp_path / "data.npz"
+    np.save(tmp_path / "x.npy", np.zeros((2, 8, 8, 1), np.float32))
+    p.write_bytes((tmp_path / "x.npy").read_bytes().replace(b"'shape': (", b"'shape': ((", 1))
+    one_line_error(*quiet_cli(["fit", model, "--train", "bias:last2", "--data", p], capsys),
+                   "expected an .npz archive")
+    q = tmp_path / "x2.npy"
+    q.write_bytes(p.read_bytes())
+    one_line_error(*quiet_cli(["infer", model, "--input", q, "--output", tmp_path / "y.npy"],
+                              capsys), "not a readable .npy array")

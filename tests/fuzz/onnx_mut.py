@@ -124,11 +124,14 @@ def _mutate_initializer(g, rng: np.random.Generator) -> str:
     int_inits = [i for i in g.initializer if i.data_type == TensorProto.INT64]
     if int_inits:
         t = _pick(rng, int_inits)
+        try:
+            shape = numpy_helper.to_array(t).shape
+        except Exception:  # noqa: BLE001 - a corrupt tensor from an earlier mutation
+            return "unreadable int64 initializer"
         a = numpy_helper.to_array(t).copy().reshape(-1)
         if a.size:
             a[int(rng.integers(a.size))] = int(_pick(rng, BIG_INTS))
-            t.CopyFrom(numpy_helper.from_array(a.reshape(numpy_helper.to_array(t).shape),
-                                               t.name))
+            t.CopyFrom(numpy_helper.from_array(a.reshape(shape), t.name))
         return f"int64 initializer {t.name}"
     return "no int64 initializer"
 
