@@ -616,3 +616,42 @@ def test_npy_given_as_npz_is_not_parsed(tmp_path, capsys, model):
     q.write_bytes(p.read_bytes())
     one_line_error(*quiet_cli(["infer", model, "--input", q, "--output", tmp_path / "y.npy"],
                               capsys), "not a readable .npy array")
+
+
+@pytest.mark.parametrize("values,words", [
+    ([-1.0, 1.0], ["var + epsilon must be > 0", "channel 0 has -1.0"]),
+    ([np.nan, 1.0], ["BatchNormalization var is not finite"]),
+    ([1e-14, 1.0], ["scale does not fit float32 (3e+39)"]),
+])
+def test_batchnorm_parameters_are_checked(tmp_path, capsys, values, words):
+    """A negative variance printed 'RuntimeWarning: invalid value encountered in sqrt'."""
+    from onnx import TensorProto, numpy_helper
+
+    def var(g):
+        t = next(i for i in g.initializer if i.name == "var")
+        t.CopyFrom(numpy_helper.from_array(np.array(values, np.float64), "var"))
+        t.data_type = TensorProto.DOUBLE
+        g.initializer.remove(next(i for i in g.initializer if i.name == "s"))
+        g.initializer.append(numpy_helper.from_array(np.full(2, 3e32, np.float32), "s"))
+        eps = next(n for n in g.node if n.op_type == "BatchNormalization")
+        from onnx import helper
+
+        eps.attribute.append(helper.make_attribute("epsilon", 0.0))
+
+    p = tmp_path / "bn.onnx"
+    p.write_bytes(_small_onnx("dw_bn_gap", var))
+    one_line_error(*quiet_cli(["inspect", p], capsys), "node '/bn' (BatchNormalization)",
+                   *words)
+
+
+def test_double_initializer_beyond_float32(tmp_path, capsys):
+    from onnx import numpy_helper
+
+    def big(g):
+        t = next(i for i in g.initializer if i.name == "w2")
+        t.CopyFrom(numpy_helper.from_array(np.full((10, 64), 1e300), "w2"))
+
+    p = tmp_path / "big.onnx"
+    p.write_bytes(_small_onnx("pad_conv_pool", big))
+    one_line_error(*quiet_cli(["inspect", p], capsys), "initializer 'w2'",
+                   "do not fit float32 (1e+300)")

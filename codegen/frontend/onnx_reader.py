@@ -68,7 +68,8 @@ def read_onnx(data: bytes, source: str = "<bytes>") -> Graph:
     model = _parse(data, source)
     importer = _Importer(model, source)
     try:
-        graph = importer.run()
+        with np.errstate(all="ignore"):   # float trouble in constants: verify() names it
+            graph = importer.run()
     except ModelError:
         raise
     except Exception as e:  # noqa: BLE001 - untrusted input: any failure is the model's fault
@@ -196,7 +197,12 @@ class _Importer(LayerConverters):
     def _normalize_const(self, arr: Any, what: str) -> np.ndarray:
         arr = np.asarray(arr)
         if arr.dtype.kind == "f" and arr.dtype != np.float32:
-            arr = arr.astype(np.float32)
+            with np.errstate(over="ignore", invalid="ignore"):
+                f32 = arr.astype(np.float32)
+            if np.any(np.isinf(f32) & np.isfinite(arr)):
+                raise self.err(f"{what} has values that do not fit float32 "
+                               f"({arr[np.isinf(f32) & np.isfinite(arr)][0]:.6g})")
+            arr = f32
         if arr.dtype.kind not in "fiub":
             raise self.err(f"{what} has unsupported type {arr.dtype}")
         if arr.size > MAX_FOLDED_ELEMENTS:
