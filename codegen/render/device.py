@@ -213,7 +213,7 @@ def board_files(board: Board, prefix: str) -> BoardFiles:
     files[script] = render_linker_script(board).encode()
     P = prefix.upper()
     records = {
-        "name": board.name, "cpu": board.cpu, "cc": compiler(board),
+        "name": board.name, "cpu": board.cpu, "cc": _words(compiler(board)),
         "cflags": board_cflags(board), "runtime_cflags": list(RUNTIME_WARNINGS),
         "defines": [f"-D{d}" for d in parts.defines] + [f"-D{P}_PROFILE=1"],
         "profile_ops_defines": [f"-D{P}_PROFILE_OPS=1",
@@ -226,6 +226,16 @@ def board_files(board: Board, prefix: str) -> BoardFiles:
         "linker_script": script,
     }
     return BoardFiles(files, records, tuple(includes))
+
+
+def _words(command: str) -> list[str]:
+    """A compiler command ($CC may be ``ccache gcc``) as words, each quoted in the Makefile."""
+    import shlex
+
+    try:
+        return shlex.split(command) or [command]
+    except ValueError:                   # unbalanced quotes: one word
+        return [command]
 
 
 def runtime_header_files() -> list[Path]:
