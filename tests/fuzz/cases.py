@@ -192,6 +192,8 @@ def case_names(rng: np.random.Generator, seeds: dict[str, Any], d: Path, marker:
             mapping[n] = _hostile(rng, used) if rng.random() < 0.7 else n
         return mapping[n]
 
+    if rng.random() < 0.4:
+        return _names_onnx(rng, seeds, d, marker, rename)
     stem = _pick(rng, ["model", "a*\\ b *", "x'y\"z", "#1", "$(x)", "\u00e9", "a\\b", "-o",
                        "t\\"])
     model = d / f"{stem}.tflite"
@@ -203,6 +205,34 @@ def case_names(rng: np.random.Generator, seeds: dict[str, Any], d: Path, marker:
     return Case("names", [["compile", str(model), "--board", "host", "--train", spec,
                            "--prefix", prefix, "-o", str(proj)], ["build", str(proj)]],
                 marker, f"names {sorted(mapping.values())[:4]!r}"[:200], project=proj,
+                build=True)
+
+
+def _names_onnx(rng: np.random.Generator, seeds: dict[str, Any], d: Path, marker: Path,
+                rename: Any) -> Case:
+    """The ONNX route: node names and value names (inputs, outputs, initializers) renamed."""
+    import onnx
+
+    name = _pick(rng, ["digits_cnn.onnx", "pad_conv_pool.onnx", "dw_bn_gap.onnx",
+                       "matmul_concat.onnx"])
+    rec = seeds["models"][name]
+    m = onnx.load(rec["file"])
+    g = m.graph
+    values = {v.name for v in list(g.input) + list(g.output) + list(g.initializer)}
+    values |= {o for n in g.node for o in list(n.input) + list(n.output) if o}
+    new = {v: rename(v).replace("\x00", "") or "v" for v in sorted(values)}
+    for v in list(g.input) + list(g.output) + list(g.initializer) + list(g.value_info):
+        v.name = new.get(v.name, v.name)
+    for n in g.node:
+        n.name = rename("node:" + n.name)
+        n.input[:] = [new.get(i, i) if i else i for i in n.input]
+        n.output[:] = [new.get(o, o) if o else o for o in n.output]
+    model = d / "model.onnx"
+    model.write_bytes(m.SerializeToString())
+    proj = d / "proj"
+    return Case("names", [["compile", str(model), "--board", "host", "--calib", rec["data"],
+                           "--train", "bias:last1", "-o", str(proj)], ["build", str(proj)]],
+                marker, f"onnx names {sorted(new.values())[:4]!r}"[:200], project=proj,
                 build=True)
 
 
