@@ -77,25 +77,25 @@ def _model_commands(rng: np.random.Generator, model: Path, rec: dict[str, Any], 
     return [_weighted(rng, table)]
 
 
+def _case_model(kind: str, mutate: Any, rng: np.random.Generator, seeds: dict[str, Any],
+                d: Path, marker: Path) -> Case:
+    """A mutated seed model of ``kind`` (its file suffix) through one verb."""
+    name = _pick(rng, sorted(k for k in seeds["models"] if k.endswith(f".{kind}")))
+    rec = seeds["models"][name]
+    blob, done = mutate(Path(rec["file"]).read_bytes(), rng)
+    model = d / f"model.{kind}"
+    model.write_bytes(blob)
+    return Case(kind, _model_commands(rng, model, rec, d, kind == "onnx"), marker,
+                f"{name}: {', '.join(done)}")
+
+
 def case_tflite(rng: np.random.Generator, seeds: dict[str, Any], d: Path, marker: Path
                 ) -> Case:
-    name = _pick(rng, sorted(k for k in seeds["models"] if k.endswith(".tflite")))
-    rec = seeds["models"][name]
-    blob, done = tflite_mut.mutate(Path(rec["file"]).read_bytes(), rng)
-    model = d / "model.tflite"
-    model.write_bytes(blob)
-    return Case("tflite", _model_commands(rng, model, rec, d, False), marker,
-                f"{name}: {', '.join(done)}")
+    return _case_model("tflite", tflite_mut.mutate, rng, seeds, d, marker)
 
 
 def case_onnx(rng: np.random.Generator, seeds: dict[str, Any], d: Path, marker: Path) -> Case:
-    name = _pick(rng, sorted(k for k in seeds["models"] if k.endswith(".onnx")))
-    rec = seeds["models"][name]
-    blob, done = onnx_mut.mutate(Path(rec["file"]).read_bytes(), rng)
-    model = d / "model.onnx"
-    model.write_bytes(blob)
-    return Case("onnx", _model_commands(rng, model, rec, d, True), marker,
-                f"{name}: {', '.join(done)}")
+    return _case_model("onnx", onnx_mut.mutate, rng, seeds, d, marker)
 
 
 def _small_int8(rng: np.random.Generator, seeds: dict[str, Any]) -> dict[str, Any]:
