@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import SpecError
+from .errors import SpecError, brief
 from .resources import data_dir
 
 ARCHS = ("cortex-m", "hexagon", "host")
@@ -46,55 +46,103 @@ _ARCH_CONSOLES = {"cortex-m": ("semihosting", "uart"), "hexagon": ("trap0",), "h
 _ARCH_EMULATORS = {"cortex-m": ("qemu-system-arm", "renode"), "hexagon": ("qemu-hexagon",),
                    "host": ("native",)}
 
+@dataclass(frozen=True)
+class _Int:
+    """An integer in [lo, hi]."""
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True)
+class _Text:
+    """A string matching ``pattern`` (``re.fullmatch``, ASCII) — board files are data: what
+    reaches a command line, a Makefile or a generated script is one word of a known shape."""
+    pattern: str
+    shape: str                  # what it looks like, for the error message
+
+
+_U32 = _Int(0, 2**32 - 1)
+_WORD = _Text(r"[a-z0-9][a-z0-9._+-]{0,63}", "a lower-case word such as cortex-m4")
+_NAME = _Text(r"[a-z0-9][a-z0-9._-]{0,63}", "lower-case letters, digits, '.', '_' and '-'")
+# One line of printable text (no control characters): summaries and notes.
+_LINE = _Text(r"[^\x00-\x1f\x7f]{0,300}", "one line of printable text (at most 300 characters)")
+_NOTES = _Text(r"[^\x00-\x1f\x7f]{0,2000}", "one line of printable text (at most 2000 "
+               "characters)")
+# Compiler and linker flags as real boards have them: -m..., -f..., -D/-U macros, -O, -g,
+# --target=, -l libraries and -Wl, linker options; values are words (no paths, no shell or make
+# syntax). Plugins (code loaded into the compiler) are refused by name.
+_FLAG_VALUE = r"[A-Za-z0-9_.+-]+"
+_CFLAG = _Text(r"(?!-f(no-)?plugin)(-m[a-z0-9][a-z0-9_.+-]*|-f[a-z][a-z0-9_.+-]*)"
+               rf"(={_FLAG_VALUE})?|-D[A-Za-z_][A-Za-z0-9_]*(={_FLAG_VALUE})?"
+               r"|-U[A-Za-z_][A-Za-z0-9_]*|-O[0-3sgz]?|-g[0-3]?|--target=[a-z0-9][a-z0-9_.-]*",
+               "a -m/-f/-D/-U/-O/-g/--target= flag whose value is a plain word")
+_LDFLAG = _Text(rf"{_CFLAG.pattern}|-l[A-Za-z0-9_+-]+"
+                r"|(?!.*plugin)-Wl,-{1,2}[a-z][a-z0-9_-]*(=[A-Za-z0-9_.+-]+)?(,[A-Za-z0-9_.+=-]+)*",
+                "a compiler flag, -lLIB or a -Wl, option whose values are plain words")
+# extra emulator arguments: machine configuration options only, values without paths
+_EMULATOR_ARG = _Text(r"-(m|smp|icount|rtc|global|accel)|[A-Za-z0-9_][A-Za-z0-9_.,=:+-]*",
+                      "one of -m, -smp, -icount, -rtc, -global, -accel or a value without "
+                      "paths")
+_PLATFORM = _Text(r"[A-Za-z0-9_.+-][A-Za-z0-9_./+-]*\.repl", "a .repl path without spaces")
+_PERIPHERAL = _Text(r"[A-Za-z_][A-Za-z0-9_.]{0,63}", "a Renode peripheral name such as "
+                    "sysbus.uart0")
+
 # schema: key -> (required, type or nested schema); "size" = a size with explicit units
-_MEMORY_REGION = {"origin": (True, int), "size": (True, "size")}
+_MEMORY_REGION = {"origin": (True, _U32), "size": (True, "size")}
 _UART = {
     "type": (True, UART_TYPES),
-    "base": (True, int),
-    "irq": (False, int),
-    "clock_hz": (False, int),
-    "tx_pin": (False, int),           # nRF: the TX / RX pin numbers (PSEL.TXD / PSEL.RXD)
-    "rx_pin": (False, int),
-    "qemu_serial": (False, int),      # QEMU: which -serial port (serial_hd index) it is
-    "renode_name": (False, str),      # Renode: the peripheral's name (sysbus.usart1)
+    "base": (True, _U32),
+    "irq": (False, _Int(0, 1023)),
+    "clock_hz": (False, _U32),
+    "tx_pin": (False, _Int(0, 255)),     # nRF: the TX / RX pin numbers (PSEL.TXD / PSEL.RXD)
+    "rx_pin": (False, _Int(0, 255)),
+    "qemu_serial": (False, _Int(0, 3)),  # QEMU: which -serial port (serial_hd index) it is
+    "renode_name": (False, _PERIPHERAL),  # Renode: the peripheral's name (sysbus.usart1)
 }
-_CONSOLE = {"kind": (True, CONSOLES), "base": (False, int), "type": (False, UART_TYPES)}
+_CONSOLE = {"kind": (True, CONSOLES), "base": (False, _U32), "type": (False, UART_TYPES)}
 _SCHEMA: dict[str, tuple[bool, Any]] = {
-    "name": (True, str),
-    "summary": (True, str),
+    "name": (True, _NAME),
+    "summary": (True, _LINE),
     "arch": (True, ARCHS),
-    "cpu": (True, str),
+    "cpu": (True, _WORD),
     "features": (False, [FEATURES]),
     "toolchain": (True, TOOLCHAINS),
-    "cflags": (False, [str]),
-    "ldflags": (False, [str]),
+    "cflags": (False, [_CFLAG]),
+    "ldflags": (False, [_LDFLAG]),
     "memory": (False, {"*": _MEMORY_REGION}),
     "budget": (True, {"sram": (True, "size"), "flash": (True, "size")}),
     "stack": (False, "size"),
     "console": (True, "console"),
     "uart": (False, _UART),
-    "run": (True, {"emulator": (True, EMULATORS), "machine": (False, str),
-                   "cpu": (False, str), "args": (False, [str]), "platform": (False, str)}),
+    "run": (True, {"emulator": (True, EMULATORS), "machine": (False, _WORD),
+                   "cpu": (False, _WORD), "args": (False, [_EMULATOR_ARG]),
+                   "platform": (False, _PLATFORM)}),
     "defaults": (False, {"backward": (False, BACKWARD), "backend": (False, BACKENDS)}),
-    "notes": (False, str),
+    "notes": (False, _NOTES),
 }
 
 DEFAULT_STACK_BYTES = 8 * 1024
 
 _UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3, "kB": 1000, "MB": 1000 ** 2}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|kB|MB)\s*$")
-_REGION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|kB|MB)\s*", re.ASCII)
+MAX_SIZE = 1 << 40              # bytes; no board has more (and the numbers stay exact)
+_REGION_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
 def parse_size(text: Any, where: str) -> int:
     """'256 KiB' -> 262144. Bare numbers are refused: units must be explicit."""
-    m = _SIZE.match(str(text)) if isinstance(text, str) else None
+    from fractions import Fraction
+
+    m = _SIZE.fullmatch(text) if isinstance(text, str) else None
     if not m:
-        raise SpecError(f"{where}: size {text!r} needs explicit units (e.g. '256 KiB', "
+        raise SpecError(f"{where}: size {brief(text)} needs explicit units (e.g. '256 KiB', "
                         "'1 MiB', '512 B')")
-    value = float(m.group(1)) * _UNITS[m.group(2)]
-    if value != int(value):
-        raise SpecError(f"{where}: size {text!r} is not a whole number of bytes")
+    digits = m.group(1).lstrip("0")
+    value = Fraction(m.group(1)) * _UNITS[m.group(2)] if len(digits) <= 30 else None
+    if value is None or value > MAX_SIZE:
+        raise SpecError(f"{where}: size {brief(text)} is more than {format_size(MAX_SIZE)}")
+    if value.denominator != 1:
+        raise SpecError(f"{where}: size {brief(text)} is not a whole number of bytes")
     return int(value)
 
 
@@ -113,28 +161,38 @@ def _check(value: Any, schema: Any, where: str) -> Any:
         if isinstance(value, str):
             value = {"kind": value}
         return _check(value, _CONSOLE, where)
-    if schema is int:
+    if isinstance(schema, _Int):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise SpecError(f"{where}: expected an integer, got {value!r}")
+            raise SpecError(f"{where}: expected an integer, got {brief(value)}")
+        if not schema.lo <= value <= schema.hi:
+            raise SpecError(f"{where}: {brief(value)} is outside {schema.lo}..{schema.hi:#x}"
+                            if schema.hi > 4096 else
+                            f"{where}: {brief(value)} is outside {schema.lo}..{schema.hi}")
         return value
-    if schema is str:
+    if isinstance(schema, _Text):
         if not isinstance(value, str):
-            raise SpecError(f"{where}: expected a string, got {value!r}")
+            raise SpecError(f"{where}: expected a string, got {brief(value)}")
+        if not re.fullmatch(schema.pattern, value, re.ASCII):
+            raise SpecError(f"{where}: {brief(value)} is not {schema.shape}")
         return value
     if isinstance(schema, tuple):             # enumeration
-        if value not in schema:
-            raise SpecError(f"{where}: {value!r} is not one of {', '.join(schema)}")
+        if not isinstance(value, str) or value not in schema:
+            raise SpecError(f"{where}: {brief(value)} is not one of {', '.join(schema)}")
         return value
     if isinstance(schema, list):              # list of one element type
         if not isinstance(value, list):
-            raise SpecError(f"{where}: expected a list, got {value!r}")
+            raise SpecError(f"{where}: expected a list, got {brief(value)}")
         return [_check(v, schema[0], f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(schema, dict):
         if not isinstance(value, dict):
-            raise SpecError(f"{where}: expected a mapping, got {value!r}")
+            raise SpecError(f"{where}: expected a mapping, got {brief(value)}")
         if "*" in schema:                     # free keys, one value schema
-            return {str(k): _check(v, schema["*"], f"{where}.{k}") for k, v in value.items()}
-        unknown = sorted(set(map(str, value)) - set(schema))
+            for k in value:
+                if not isinstance(k, str) or not _REGION_NAME.fullmatch(k):
+                    raise SpecError(f"{where}.{brief(k, quote=False)}: region names are "
+                                    "lower-case identifiers")
+            return {k: _check(v, schema["*"], f"{where}.{k}") for k, v in value.items()}
+        unknown = sorted(brief(k, 40, quote=False) for k in value if k not in schema)
         if unknown:
             raise SpecError(f"{where}: unknown key(s) {', '.join(unknown)} "
                             f"(allowed: {', '.join(schema)})")
@@ -230,8 +288,6 @@ def _check_consistency(v: dict[str, Any], where: str) -> None:
                 raise SpecError(f"{where}.memory: missing region {region!r}")
     spans = []
     for name, region in memory.items():
-        if not _REGION_NAME.match(name):
-            raise SpecError(f"{where}.memory.{name}: region names are lower-case identifiers")
         lo, size = region["origin"], region["size"]
         if lo < 0 or size <= 0 or lo + size > 1 << 32:
             raise SpecError(f"{where}.memory.{name}: origin {lo:#x} + size {size} is outside "
@@ -269,15 +325,9 @@ def boards_dir() -> Path:
 
 
 def load_board_file(path: Path) -> Board:
-    import yaml
+    from .safe_yaml import load_yaml_file
 
-    try:
-        d = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise SpecError(f"{path}: cannot read board file ({e.strerror or e})") from None
-    except yaml.YAMLError as e:
-        raise SpecError(f"{path}: not valid YAML ({getattr(e, 'problem', e)})") from None
-    board = board_from_dict(d, str(path.name))
+    board = board_from_dict(load_yaml_file(path, "board file"), str(path.name))
     if board.name != path.stem:
         raise SpecError(f"{path.name}: board name {board.name!r} differs from the file name")
     return board
@@ -287,17 +337,24 @@ def list_boards() -> list[Board]:
     return [load_board_file(p) for p in sorted(boards_dir().glob("*.yaml"))]
 
 
+def _is_file(p: Path) -> bool:
+    try:
+        return p.is_file()
+    except OSError:                  # a name too long for the file system
+        return False
+
+
 def load_board(name_or_path: str) -> Board:
     """A board by catalogue name (boards/NAME.yaml) or by path to a YAML file."""
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml"):
-        if not p.is_file():
-            raise SpecError(f"{p}: no such board file")
+        if not _is_file(p):
+            raise SpecError(f"{brief(str(p), 200, quote=False)}: no such board file")
         return load_board_file(p)
     f = boards_dir() / f"{name_or_path}.yaml"
-    if not f.is_file():
+    if not _is_file(f):
         names = ", ".join(b.stem for b in sorted(boards_dir().glob("*.yaml")))
-        raise SpecError(f"unknown board {name_or_path!r} (boards: {names})")
+        raise SpecError(f"unknown board {brief(name_or_path)} (boards: {names})")
     return load_board_file(f)
 
 

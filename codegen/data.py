@@ -2,49 +2,108 @@
 
 from __future__ import annotations
 
+import math
+import struct
+import tokenize
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .errors import PockError
+from .errors import PockError, brief
 from .ir import Graph
+from .ir.verify import nonfinite
+
+
+def check_finite(a: np.ndarray, what: str) -> None:
+    """PockError naming ``what``, the count and the first index if a float array holds NaN
+    or an infinity (quantized, NaN would become 0 and infinities +-127/-128, silently)."""
+    bad = nonfinite(a)
+    if bad:
+        raise PockError(f"{what} has {bad}")
+
+
+def _header(f: Any, size: int, what: str) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype from a .npy header, checked before any data is read: no object arrays
+    (loading them would unpickle), and no more data declared than the file holds (numpy
+    would allocate the declared size first)."""
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(f)
+        read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        shape, _, dtype = read(f)
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError, RecursionError,
+            MemoryError, tokenize.TokenError) as e:        # numpy parses the header text
+        raise PockError(f"{what}: not a readable .npy array ({brief(e, 120, quote=False)})"
+                        ) from None
+    if dtype.hasobject:
+        raise PockError(f"{what}: holds Python objects (dtype {brief(str(dtype), 60, False)}); "
+                        "only numeric arrays are read (object arrays would be unpickled)")
+    need = math.prod(shape) * dtype.itemsize
+    if need > size - f.tell():
+        raise PockError(f"{what}: the header declares shape {brief(list(shape), 60, False)} "
+                        f"{dtype} ({need} bytes), the file holds {max(0, size - f.tell())}")
+    return shape, dtype
 
 
 def load_npy(path: str | Path) -> np.ndarray:
     p = Path(path)
     try:
-        arr = np.load(p, allow_pickle=False)
+        with open(p, "rb") as f:
+            if f.read(4) == b"PK\x03\x04":
+                raise PockError(f"{p}: expected a .npy array, got an .npz archive")
+            f.seek(0)
+            _header(f, p.stat().st_size, str(p))
+            f.seek(0)
+            arr = np.load(f, allow_pickle=False)
     except FileNotFoundError:
         raise PockError(f"{p}: no such file") from None
     except (ValueError, OSError, EOFError) as e:
-        raise PockError(f"{p}: not a readable .npy array ({e})") from None
-    if not isinstance(arr, np.ndarray):
-        raise PockError(f"{p}: expected a .npy array, got an .npz archive")
+        raise PockError(f"{p}: not a readable .npy array ({brief(e, 120, quote=False)})"
+                        ) from None
+    check_finite(arr, str(p))
     return arr
 
 
 def load_npz(path: str | Path, need_y: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
-    """Read `x` (N, ...) and optional `y` (N,) from an .npz file."""
+    """Read `x` (N, ...) and optional `y` (N,) from an .npz file (never unpickling: object
+    arrays are refused; NaN and infinities too)."""
     p = Path(path)
+    arrays: dict[str, np.ndarray] = {}
     try:
-        with np.load(p, allow_pickle=False) as z:
-            if not hasattr(z, "files"):
+        with open(p, "rb") as f:
+            if f.read(4) not in (b"PK\x03\x04", b"PK\x05\x06"):     # not a zip archive
                 raise PockError(f"{p}: expected an .npz archive with arrays 'x' and 'y'")
+        z = np.load(p, allow_pickle=False)
+        with z:
             if "x" not in z.files:
-                raise PockError(f"{p}: no array 'x' in the archive (has {sorted(z.files)})")
-            x = z["x"]
-            y = z["y"] if "y" in z.files else None
+                raise PockError(f"{p}: no array 'x' in the archive (has "
+                                f"{brief(sorted(z.files), 120, False)})")
+            for key in ("x", "y"):
+                if key in z.files:
+                    member = f"{key}.npy" if f"{key}.npy" in z.zip.namelist() else key
+                    with z.zip.open(member) as f:
+                        _header(f, z.zip.getinfo(member).file_size, f"{p} '{key}'")
+                    arrays[key] = z[key]
     except FileNotFoundError:
         raise PockError(f"{p}: no such file") from None
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
-        raise PockError(f"{p}: not a readable .npz archive ({e})") from None
+    except (ValueError, OSError, EOFError, KeyError, NotImplementedError, RuntimeError,
+            struct.error, zipfile.BadZipFile, zlib.error, tokenize.TokenError) as e:
+        raise PockError(f"{p}: not a readable .npz archive ({brief(e, 120, quote=False)})"
+                        ) from None
+    x, y = arrays["x"], arrays.get("y")
+    if x.ndim < 1:
+        raise PockError(f"{p}: 'x' is a single value (shape []); expected samples on axis 0")
     if need_y and y is None:
         raise PockError(f"{p}: no array 'y' (labels) in the archive")
     if y is not None and (y.ndim < 1 or len(y) != len(x)):
         raise PockError(f"{p}: 'x' has {len(x)} samples but 'y' has shape {list(y.shape)}")
+    check_finite(x, f"{p} 'x'")
+    if y is not None:
+        check_finite(y, f"{p} 'y'")
     return x, y
 
 
@@ -103,6 +162,7 @@ def fit_to(t: TensorSpec, x: np.ndarray, what: str = "input") -> np.ndarray:
     """``fit_input`` for a :class:`TensorSpec` (no graph needed)."""
     want = tuple(t.shape[1:])
     x = np.asarray(x)
+    check_finite(x, what)
     if x.ndim == len(want):            # a single sample without batch axis
         x = x[None]
     if tuple(x.shape[1:]) != want:
@@ -121,7 +181,9 @@ def fit_to(t: TensorSpec, x: np.ndarray, what: str = "input") -> np.ndarray:
     if t.dtype == "float32":
         if not np.issubdtype(x.dtype, np.floating):
             raise PockError(f"{what} has dtype {x.dtype}, model input {t.name!r} is float32")
-        return x.astype(np.float32)
+        x = x.astype(np.float32)
+        check_finite(x, f"{what} (as float32)")
+        return x
     raise PockError(f"model input {t.name!r} has unsupported dtype {t.dtype}")
 
 
@@ -146,6 +208,7 @@ def fit_targets(out: TensorSpec, loss: str, x: np.ndarray, y: Any, what: str) ->
     if tgt.ndim < 1 or tgt[:1].size != size:
         raise PockError(f"{what}: loss mse needs targets shaped like the model output "
                         f"{list(out.shape[1:])} per sample, got {list(tgt.shape)}")
+    check_finite(tgt, f"{what} targets")
     if tgt.dtype != np.int8:
         tgt = quantize_values(tgt.reshape(len(tgt), *out.shape[1:]), out.scale,
                               out.zero_point)

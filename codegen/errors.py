@@ -1,11 +1,25 @@
 """The one exception type users see. The CLI prints its message on one line and exits 2."""
 
+from __future__ import annotations
+
+MAX_MESSAGE = 1000          # characters; longer messages are cut (a huge value is no help)
+
+
+def brief(value: object, limit: int = 80, quote: bool = True) -> str:
+    """``repr(value)`` (``str`` with ``quote=False``) cut to ``limit`` characters: user values
+    in messages stay short whatever the file held."""
+    text = repr(value) if quote else str(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
 
 class PockError(Exception):
     """A problem with the user's input (model, data, spec, board), described in one line."""
 
     def __init__(self, message: str):
-        super().__init__(" ".join(str(message).split()))
+        text = " ".join(str(message).split())
+        if len(text) > MAX_MESSAGE:
+            text = text[:MAX_MESSAGE - 3] + "..."
+        super().__init__(text)
 
 
 class ModelError(PockError):

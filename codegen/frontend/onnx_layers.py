@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import QuantParams, Role, conv_out_size
+from ..ir import MAX_ELEMENTS, QuantParams, Role, conv_out_size
 from .onnx_layout import (
     broadcast_constant,
     chw_to_hwc_columns,
@@ -154,8 +154,29 @@ class LayerConverters:
         if not gamma.size == beta.size == mean.size == var.size:
             raise self.err("BatchNormalization parameters have different sizes")
         eps = float(a.get("epsilon", 1e-5))
-        scale = gamma / np.sqrt(var + eps)
-        return scale, beta - mean * scale
+        for what, v in (("scale", gamma), ("B", beta), ("mean", mean), ("var", var),
+                        ("epsilon", np.array([eps]))):
+            if not np.all(np.isfinite(v)):
+                raise self.err(f"BatchNormalization {what} is not finite "
+                               f"({v[~np.isfinite(v)][0]})", idx)
+        if np.any(var + eps <= 0):
+            c = int(np.flatnonzero(var + eps <= 0)[0])
+            raise self.err(f"BatchNormalization var + epsilon must be > 0, channel {c} has "
+                           f"{var[c]} + {eps}", idx)
+        with np.errstate(over="ignore", invalid="ignore"):
+            scale = gamma / np.sqrt(var + eps)
+            shift = beta - mean * scale
+        return self._f32(scale, "BatchNormalization scale", idx), \
+            self._f32(shift, "BatchNormalization shift", idx)
+
+    def _f32(self, a: np.ndarray, what: str, idx: int | None = None) -> np.ndarray:
+        """``a`` as float32, or an error naming ``what`` if it does not fit (no overflow
+        warning: the value is named instead)."""
+        a = np.asarray(a, dtype=np.float64)
+        bad = ~(np.abs(a) <= np.finfo(np.float32).max)
+        if np.any(bad):
+            raise self.err(f"{what} does not fit float32 ({a[bad][0]:.6g})", idx)
+        return a.astype(np.float32)
 
     # -- weights ------------------------------------------------------------------------------
     def _int8_weight(self, w: np.ndarray | QConst, what: str) -> QConst:
@@ -277,9 +298,11 @@ class LayerConverters:
             scale, shift = ch.bn
             if scale.size != o:
                 raise self.err(f"BatchNormalization has {scale.size} channels, the conv {o}")
-            wf = (wf.astype(np.float64) * scale[:, None, None, None]).astype(np.float32)
-            b64 = np.zeros(o) if bf is None else bf.astype(np.float64)
-            bf = (b64 * scale + shift).astype(np.float32)
+            with np.errstate(over="ignore", invalid="ignore"):
+                w64 = wf.astype(np.float64) * scale[:, None, None, None]
+                b64 = (np.zeros(o) if bf is None else bf.astype(np.float64)) * scale + shift
+            wf = self._f32(w64, "the weight with BatchNormalization folded in")
+            bf = self._f32(b64, "the bias with BatchNormalization folded in")
         w_name = self._const_tensor(self._base(1, "weight"), ir_w(wf), Role.WEIGHT)
         b_name = self._const_tensor(self._base(2, "bias"), bf, Role.BIAS) if bf is not None \
             else ""
@@ -655,6 +678,9 @@ class LayerConverters:
         for j, ax in enumerate(axes):
             per[ax] = [pads[j], pads[j + len(axes)]]
         out_shape = tuple(d + p[0] + p[1] for d, p in zip(x.shape, per))
+        if math.prod(out_shape) > MAX_ELEMENTS:
+            raise self.err(f"pads {pads} make the output {list(out_shape)} "
+                           f"({math.prod(out_shape)} elements; at most {MAX_ELEMENTS})")
         ir_pads = tuple(tuple(per[i]) for i in ((0, 2, 3, 1) if r == 4 else range(r)))
         self._passthrough(x, "pad", {"pads": ir_pads}, self.nodes[idx].output[0], out_shape)
 

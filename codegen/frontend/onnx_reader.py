@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError
-from ..ir import Graph, Op, QuantParams, Role, Tensor, verify
+from ..ir import MAX_ELEMENTS, Graph, Op, QuantParams, Role, Tensor, verify
 from .onnx_layers import FLAT_OK, ONNX_DTYPES, Act, Flat, LayerConverters, Value
 from .onnx_layout import ir_shape, to_ir_array
 from .onnx_quant import QConst, onnx_quantize, signed_data, signed_params
@@ -68,7 +68,8 @@ def read_onnx(data: bytes, source: str = "<bytes>") -> Graph:
     model = _parse(data, source)
     importer = _Importer(model, source)
     try:
-        graph = importer.run()
+        with np.errstate(all="ignore"):   # float trouble in constants: verify() names it
+            graph = importer.run()
     except ModelError:
         raise
     except Exception as e:  # noqa: BLE001 - untrusted input: any failure is the model's fault
@@ -196,7 +197,12 @@ class _Importer(LayerConverters):
     def _normalize_const(self, arr: Any, what: str) -> np.ndarray:
         arr = np.asarray(arr)
         if arr.dtype.kind == "f" and arr.dtype != np.float32:
-            arr = arr.astype(np.float32)
+            with np.errstate(over="ignore", invalid="ignore"):
+                f32 = arr.astype(np.float32)
+            if np.any(np.isinf(f32) & np.isfinite(arr)):
+                raise self.err(f"{what} has values that do not fit float32 "
+                               f"({arr[np.isinf(f32) & np.isfinite(arr)][0]:.6g})")
+            arr = f32
         if arr.dtype.kind not in "fiub":
             raise self.err(f"{what} has unsupported type {arr.dtype}")
         if arr.size > MAX_FOLDED_ELEMENTS:
@@ -309,8 +315,9 @@ class _Importer(LayerConverters):
                 dim = d.dim_param or d.dim_value
                 raise self.err(f"{what} '{vi.name}' has dimension {i} = {dim!r}; only the "
                                "batch dimension may be dynamic")
-        if int(np.prod(shape, dtype=np.float64)) > MAX_FOLDED_ELEMENTS * 16:
-            raise self.err(f"{what} '{vi.name}' shape {shape} is too large")
+        if math.prod(shape) > MAX_ELEMENTS:
+            raise self.err(f"{what} '{vi.name}' has shape {shape}: {math.prod(shape)} "
+                           f"elements, at most {MAX_ELEMENTS} supported")
         return tuple(shape)
 
     def _read_outputs(self) -> None:
@@ -388,6 +395,9 @@ class _Importer(LayerConverters):
         """Add an op with one new output tensor (named after ONNX value ``out``, which it
         defines unless ``temp``: an intermediate tensor with no ONNX counterpart)."""
         assert self.cur is not None
+        if math.prod(shape) > MAX_ELEMENTS or min(shape, default=0) < 0:
+            raise self.err(f"output '{out}' would have shape {list(shape)} "
+                           f"({math.prod(shape)} elements; at most {MAX_ELEMENTS} supported)")
         t = self._fresh(out)
         self.graph.add_tensor(Tensor(t, ir_shape(shape), dtype, Role.ACTIVATION, quant))
         op_name = self._fresh(name or self.labels[self.cur])

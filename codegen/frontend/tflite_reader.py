@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError
-from ..ir import Graph, Op, QuantParams, Role, Tensor, same_padding, verify
+from ..ir import MAX_ELEMENTS, Graph, Op, QuantParams, Role, Tensor, same_padding, verify
 from .checked_flatbuffer import FlatBuffer, FlatBufferError, Table
 from .tflite_schema import (
     ACTIVATION_NAMES,
@@ -54,7 +54,6 @@ from .tflite_schema import (
     Slot,
 )
 
-MAX_ELEMENTS = 2**28          # per tensor
 MAX_RANK = 8
 _NARROW_INTS = ("int8", "uint8", "int16")
 _WEIGHTED = ("conv2d", "depthwise_conv2d", "fully_connected")
@@ -437,7 +436,8 @@ def _dequantized(info: _TensorInfo) -> _TensorInfo:
         bshape[q.axis] = q.scale.size
     scale = q.scale.reshape(bshape) if bshape else q.scale.reshape(())
     zp = q.zero_point.reshape(scale.shape).astype(np.float32)
-    data = ((info.data.astype(np.float32) - zp) * scale).astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):   # verify() names what overflowed
+        data = ((info.data.astype(np.float32) - zp) * scale).astype(np.float32)
     return _TensorInfo(info.index, info.name, info.shape, "float32", None, data)
 
 

@@ -22,6 +22,10 @@ import numpy as np
 from ..errors import ModelError
 
 DTYPES = ("int8", "uint8", "int16", "int32", "int64", "float32", "bool", "bit")
+# Elements per tensor, at most (16 Mi: 64 MiB of float32, far beyond any microcontroller):
+# every importer's graph is verified against it, so no shape in a file can make a later
+# stage allocate gigabytes.
+MAX_ELEMENTS = 2**24
 # "bit": packed booleans (activation masks of the training graph), 1 bit per element, never
 # constant data; ``Tensor.nbytes`` is ceil(n / 8).
 

@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import ModelError
-from .graph import DTYPES, Graph, Op, Role
+from .graph import DTYPES, MAX_ELEMENTS, Graph, Op, Role
 from .ops import ACTIVATIONS, OP_SPECS, TRAINING_OP_SPECS, UPDATE_INPUTS, conv_out_size
+
+
+def nonfinite(a: np.ndarray) -> str | None:
+    """None for an array without NaN and infinities, else what is wrong: the count and the
+    first index ("2 NaN or infinite values (the first at index [3, 0]: nan)")."""
+    a = np.asarray(a)
+    if a.dtype.kind != "f":
+        return None
+    bad = ~np.isfinite(a)
+    n = int(np.count_nonzero(bad))
+    if not n:
+        return None
+    first = [int(i) for i in np.unravel_index(int(np.flatnonzero(bad)[0]), a.shape)]
+    return (f"{n} NaN or infinite value{'s' if n > 1 else ''} (the first at index {first}: "
+            f"{a[tuple(first)]})")
 
 
 def _fail(op: Op | None, msg: str) -> None:
@@ -21,9 +38,14 @@ def verify(graph: Graph) -> Graph:
             _fail(None, f"tensor {t.name!r} has unsupported dtype {t.dtype}")
         if any(d < 0 for d in t.shape):
             _fail(None, f"tensor {t.name!r} has negative dimension in shape {list(t.shape)}")
+        if math.prod(t.shape) > MAX_ELEMENTS:
+            _fail(None, f"tensor {t.name!r} has shape {list(t.shape)}: "
+                        f"{math.prod(t.shape)} elements, at most {MAX_ELEMENTS} supported")
         if t.data is not None and tuple(t.data.shape) != t.shape:
             _fail(None, f"tensor {t.name!r}: data shape {list(t.data.shape)} != declared "
                         f"{list(t.shape)}")
+        if t.data is not None and (bad := nonfinite(t.data)):
+            _fail(None, f"constant tensor {t.name!r} has {bad}")
         q = t.quant
         if q is not None:
             if q.scale.shape != q.zero_point.shape:
@@ -138,7 +160,7 @@ def _check_shapes(graph: Graph, op: Op) -> None:
         n = int(np.prod(x, dtype=np.int64))
         if w[1] == 0 or n % w[1]:
             _fail(op, f"input {list(x)} cannot be flattened to rows of {w[1]}")
-        if out[-1] != w[0] or int(np.prod(out, dtype=np.int64)) != n // w[1] * w[0]:
+        if not out or out[-1] != w[0] or math.prod(out) != n // w[1] * w[0]:
             _fail(op, f"output shape {list(out)} inconsistent with weight {list(w)} and input "
                       f"{list(x)}")
         if len(op.inputs) > 2 and op.inputs[2] and _shape(graph, op.inputs[2]) != (w[0],):

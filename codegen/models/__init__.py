@@ -23,7 +23,7 @@ def path(name: str) -> Path:
 
 def digits(split: str = "test") -> tuple[np.ndarray, np.ndarray]:
     """(x NHWC float32 in [0, 1], y int64) of the bundled digits 'train' or 'test' split."""
-    with np.load(path("digits.npz")) as z:
+    with np.load(path("digits.npz"), allow_pickle=False) as z:
         idx = z[f"{split}_idx"]
         x = (z["images"][idx].astype(np.float32) / 16.0)[..., None]
         return x, z["y"][idx]

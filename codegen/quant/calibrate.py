@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..data import check_finite
 from ..errors import PockError
 from ..ir import Graph
 
@@ -81,8 +82,7 @@ def calibration_batches(graph: Graph, calib: CalibData) -> list[np.ndarray]:
             raise PockError(f"calibration data for input {name!r} has dtype {a.dtype}, "
                             "expected float32")
         a = a.astype(np.float32)
-        if not np.all(np.isfinite(a)):
-            raise PockError(f"calibration data for input {name!r} contains NaN or infinity")
+        check_finite(a, f"calibration data for input {name!r}")
         if n_samples is not None and a.shape[0] != n_samples:
             raise PockError(f"calibration arrays have different sample counts "
                             f"({n_samples} and {a.shape[0]})")
@@ -110,7 +110,8 @@ def calibrate(graph: Graph, batches: list[np.ndarray]) -> Ranges:
                 reps = -(-step // chunk.shape[0])
                 chunk = np.concatenate([chunk] * reps)[:step]
             feeds[name] = chunk
-        values = program.execute(feeds, keep_all=True)
+        with np.errstate(over="ignore", invalid="ignore"):   # observe() names the tensor
+            values = program.execute(feeds, keep_all=True)
         for name, v in values.items():
             t = graph.tensors.get(name)
             if t is not None and t.dtype == "float32" and not t.is_const:

@@ -213,19 +213,29 @@ def board_files(board: Board, prefix: str) -> BoardFiles:
     files[script] = render_linker_script(board).encode()
     P = prefix.upper()
     records = {
-        "name": board.name, "cpu": board.cpu, "cc": compiler(board),
+        "name": board.name, "cpu": board.cpu, "cc": _words(compiler(board)),
         "cflags": board_cflags(board), "runtime_cflags": list(RUNTIME_WARNINGS),
         "defines": [f"-D{d}" for d in parts.defines] + [f"-D{P}_PROFILE=1"],
         "profile_ops_defines": [f"-D{P}_PROFILE_OPS=1",
                                 f"-DPE_PROF_MAX_PHASES={PROFILE_OPS_PHASES}"],
-        "ldflags": board_ldflags(board, Path(script),
-                                 Path(f"$(BUILD)/{prefix}_firmware.map")),
+        "ldflags": board_ldflags(board, Path(script), None),
+        "map_file": f"{prefix}_firmware.map",
         "libs": board_libs(board),
         "runtime_sources": [s for s in sources if s.endswith(".c")],
         "asm_sources": [s for s in sources if s.endswith(".S")],
         "linker_script": script,
     }
     return BoardFiles(files, records, tuple(includes))
+
+
+def _words(command: str) -> list[str]:
+    """A compiler command ($CC may be ``ccache gcc``) as words, each quoted in the Makefile."""
+    import shlex
+
+    try:
+        return shlex.split(command) or [command]
+    except ValueError:                   # unbalanced quotes: one word
+        return [command]
 
 
 def runtime_header_files() -> list[Path]:

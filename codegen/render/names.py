@@ -105,3 +105,41 @@ def comment_text(text: str) -> str:
     while "??" in s:
         s = s.replace("??", "?_?")
     return s
+
+
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_./=+,:@%-]+\Z")
+
+
+def _no_newline(text: str, where: str) -> str:
+    if any(c in text for c in "\n\r\0"):
+        raise ValueError(f"{where}: {text!r} cannot be written on one line")
+    return text
+
+
+def make_word(text: str) -> str:
+    """One word for a Makefile variable that a recipe hands to the shell: shell-quoted,
+    ``$`` doubled (make would expand it), ``#`` escaped (a comment); plain words unchanged."""
+    s = _no_newline(str(text), "Makefile")
+    if not _PLAIN_WORD.match(s):
+        s = "'" + s.replace("'", "'\\''") + "'"
+    return s.replace("$", "$$").replace("#", "\\#")
+
+
+def cmake_word(text: str) -> str:
+    """One CMake argument: quoted (``\\``, ``"`` and ``$`` escaped) unless plain."""
+    s = _no_newline(str(text), "CMakeLists.txt")
+    if _PLAIN_WORD.match(s) and "@" not in s:
+        return s
+    return '"' + "".join("\\" + c if c in '\\"$' else c for c in s) + '"'
+
+
+def hash_comment(text: str) -> str:
+    """Text for a ``#`` comment line (Makefile, Renode scripts): printable, and no trailing
+    backslash (make would continue the comment onto the next line)."""
+    return comment_text(text).rstrip("\\")
+
+
+def make_assignment(name: str, value: str) -> str:
+    """``NAME=value`` for a make command line (one argv word, no shell): make expands ``$``
+    in it, so it is doubled."""
+    return f"{name}={_no_newline(str(value), 'make command line').replace('$', '$$')}"

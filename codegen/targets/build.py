@@ -148,13 +148,15 @@ def board_cflags(board: Board) -> list[str]:
 
 
 def board_ldflags(board: Board, script: Path | None, map_file: Path | None) -> list[str]:
+    """Link flags of a board build; ``map_file`` None: no link map (a Makefile adds its own
+    ``-Wl,-Map=$(BUILD)/...``)."""
     flags = ["-Wl,--gc-sections"]
     if board.toolchain == "arm-none-eabi-gcc":
-        flags += ["-nostdlib", f"-T{script}", f"-Wl,-Map={map_file}",
-                  "-Wl,--no-warn-rwx-segments"]
+        flags += ["-nostdlib", f"-T{script}", "-Wl,--no-warn-rwx-segments"]
     elif board.toolchain == "clang-hexagon":
-        flags += ["-nostdlib", "-fuse-ld=lld", "-static", f"-Wl,-T,{script}",
-                  f"-Wl,-Map={map_file}"]
+        flags += ["-nostdlib", "-fuse-ld=lld", "-static", f"-Wl,-T,{script}"]
+    if map_file is not None and board.arch != "host":
+        flags.append(f"-Wl,-Map={map_file}")
     return flags + list(board.ldflags)
 
 

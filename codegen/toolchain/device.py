@@ -20,6 +20,7 @@ from typing import Any
 
 from ..board import Board, format_size, load_board
 from ..errors import PockError
+from ..render.names import make_assignment
 from ..render.output import Project
 from .host import JOBS, BuildError
 
@@ -112,7 +113,8 @@ def build_firmware(project: Project, *, profile_ops: bool = False, check: bool =
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     stamp.write_text(want)
-    cmd = [make, f"-j{JOBS}", "-C", str(project.dir), f"CC={cc}", f"BUILD={build_dir}"]
+    cmd = [make, f"-j{JOBS}", "-C", str(project.dir), make_assignment("CC", cc),
+           make_assignment("BUILD", build_dir)]
     if profile_ops:
         cmd.append("PROFILE_OPS=1")
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PockError
+from ..render.names import make_assignment
 from ..render.output import Project, open_project
 
 HOST_COMPILERS = ("gcc", "clang", "cc")
@@ -132,7 +133,8 @@ def build_project(directory: str | Path | Project, *, cc: str | None = None,
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     stamp.write_text(want)
-    cmd = [make, f"-j{JOBS}", "-C", str(project.dir), f"CC={compiler}", f"BUILD={build_dir}"]
+    cmd = [make, f"-j{JOBS}", "-C", str(project.dir), make_assignment("CC", compiler),
+           make_assignment("BUILD", build_dir)]
     if sanitize:
         cmd += ["SANITIZE=1", f"OPT={SANITIZE_OPT}"]
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True)

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SpecError
+from ..errors import SpecError, brief
 from ..ir import PARAMETRIC_OPS, Graph, Op
 
 LOSSES = ("cross_entropy", "mse")
@@ -91,7 +91,7 @@ class TrainSpec:
         if self.backward_given or mode == self.backward:
             return self
         if mode not in BACKWARD_MODES:
-            raise SpecError(f"{self.source}: backward must be fp32 or int8, got {mode!r}")
+            raise SpecError(f"{self.source}: backward must be fp32 or int8, got {brief(mode)}")
         master = self.master_weights
         if master != "none":
             master = "fp32" if mode == "fp32" else "int32"
@@ -119,32 +119,56 @@ _TOP_KEYS = {"loss", "trainable", "optimizer", "schedule", "backward", "master_w
              "accumulate", "kernels"}
 
 
+INT32_MAX = 2**31 - 1                      # counts (steps, accumulation) are int32 in C
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # hyper-parameters are float32 in C
+
+
 def _number(source: str, key: str, v: Any, lo: float | None = None, integer: bool = False):
+    """A finite number >= ``lo``: an int32 with ``integer``, else a float32-representable
+    float. Checked here so that every verb (plan, compile, fit, golden) agrees."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise _err(source, f"{key} must be a number, got {v!r}")
+        raise _err(source, f"{key} must be a number, got {brief(v)}")
+    hi = INT32_MAX if integer else FLOAT32_MAX
+    if isinstance(v, float) and not math.isfinite(v) or not -hi <= v <= hi \
+            or (lo is not None and v < lo):
+        raise _err(source, f"{key} = {brief(v)} is out of range"
+                   + (f" (at most {hi})" if integer and isinstance(v, int) and v > hi else ""))
     if integer and int(v) != v:
-        raise _err(source, f"{key} must be an integer, got {v!r}")
-    if not math.isfinite(v) or (lo is not None and v < lo):
-        raise _err(source, f"{key} = {v!r} is out of range")
+        raise _err(source, f"{key} must be an integer, got {brief(v)}")
     return int(v) if integer else float(v)
+
+
+def _key_list(keys: Any) -> str:
+    """Unknown keys as a short list (keys of any type, at most 10 shown)."""
+    names = sorted(brief(k, 40) for k in keys)
+    return "[" + ", ".join(names[:10]) + (", ..." if len(names) > 10 else "") + "]"
+
+
+def _digits(text: str) -> int | None:
+    """An ASCII decimal integer (optional '-'); None if ``text`` is not one or has more than
+    4,000 digits (Python refuses to convert those)."""
+    body = text.removeprefix("-")
+    if not (body.isascii() and body.isdigit()) or len(body) > 4000:
+        return None
+    return -int(body) if text.startswith("-") else int(body)
 
 
 def _optimizer(source: str, d: Any) -> Optimizer:
     if isinstance(d, str):
         d = {"name": d}
     if not isinstance(d, dict):
-        raise _err(source, f"optimizer must be a mapping, got {d!r}")
+        raise _err(source, f"optimizer must be a mapping, got {brief(d)}")
     unknown = set(d) - _OPTIMIZER_KEYS
     if unknown:
-        raise _err(source, f"unknown optimizer key(s) {sorted(unknown)}")
+        raise _err(source, f"unknown optimizer key(s) {_key_list(unknown)}")
     name = d.get("name", "sgd")
     if name == "momentum":
         name, d = "sgd", {**d, "momentum": d.get("momentum", 0.9)}
     if name not in OPTIMIZERS:
-        raise _err(source, f"unknown optimizer {name!r} (choose from {', '.join(OPTIMIZERS)})")
+        raise _err(source, f"unknown optimizer {brief(name)} (choose from {', '.join(OPTIMIZERS)})")
     kw = {k: _number(source, k, v, 0.0) for k, v in d.items() if k != "name"}
-    if kw.get("lr", 0.01) <= 0:
-        raise _err(source, f"lr must be > 0, got {kw['lr']}")
+    if np.float32(kw.get("lr", 0.01)) <= 0:
+        raise _err(source, f"lr must be > 0 (as a float32), got {kw['lr']}")
     for k in ("momentum", "beta1", "beta2"):
         if kw.get(k, 0.0) >= 1.0:
             raise _err(source, f"{k} must be in [0, 1), got {kw[k]}")
@@ -155,13 +179,13 @@ def _schedule(source: str, d: Any) -> Schedule:
     if isinstance(d, str):
         d = {"name": d}
     if not isinstance(d, dict):
-        raise _err(source, f"schedule must be a mapping, got {d!r}")
+        raise _err(source, f"schedule must be a mapping, got {brief(d)}")
     unknown = set(d) - _SCHEDULE_KEYS
     if unknown:
-        raise _err(source, f"unknown schedule key(s) {sorted(unknown)}")
+        raise _err(source, f"unknown schedule key(s) {_key_list(unknown)}")
     name = d.get("name", "constant")
     if name not in SCHEDULES:
-        raise _err(source, f"unknown schedule {name!r} (choose from {', '.join(SCHEDULES)})")
+        raise _err(source, f"unknown schedule {brief(name)} (choose from {', '.join(SCHEDULES)})")
     kw: dict[str, Any] = {}
     for k in ("step_size", "warmup_steps"):
         if k in d:
@@ -178,23 +202,28 @@ def _schedule(source: str, d: Any) -> Schedule:
 
 def _rule(source: str, d: Any) -> TrainableRule:
     if not isinstance(d, dict):
-        raise _err(source, f"each trainable entry must be a mapping, got {d!r}")
+        raise _err(source, f"each trainable entry must be a mapping, got {brief(d)}")
     unknown = set(d) - {"layers", "params", "channels"}
     if unknown:
-        raise _err(source, f"unknown trainable key(s) {sorted(unknown)}")
+        raise _err(source, f"unknown trainable key(s) {_key_list(unknown)}")
     if "layers" not in d:
-        raise _err(source, f"trainable entry {d} has no 'layers'")
+        raise _err(source, f"trainable entry {brief(d)} has no 'layers'")
     params = d.get("params", "bias")
     if params == "weights":
         params = "weight"
     if params == "all":
         params = "both"
     if params not in PARAMS:
-        raise _err(source, f"params must be bias, weight or both, got {params!r}")
+        raise _err(source, f"params must be bias, weight or both, got {brief(params)}")
     ch = d.get("channels", 1.0)
     if isinstance(ch, bool) or not isinstance(ch, (int, float)) or not 0.0 < ch <= 1.0:
-        raise _err(source, f"channel ratio must be in (0, 1], got {ch!r}")
+        raise _err(source, f"channel ratio must be in (0, 1], got {brief(ch)}")
     layers = d["layers"]
+    items = layers if isinstance(layers, list) else [layers]
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (str, int)):
+            raise _err(source, f"layers must be 'all', 'last N', 'first N', a layer name or "
+                               f"index, or a list of names and indices, got {brief(layers)}")
     if isinstance(layers, list):
         layers = tuple(layers)
     return TrainableRule(layers=layers, params=params, channels=float(ch))
@@ -205,25 +234,25 @@ def spec_from_dict(d: Any, source: str = "<spec>") -> TrainSpec:
         raise _err(source, "a training spec must be a YAML mapping")
     unknown = set(d) - _TOP_KEYS
     if unknown:
-        raise _err(source, f"unknown key(s) {sorted(unknown)} (known: {sorted(_TOP_KEYS)})")
+        raise _err(source, f"unknown key(s) {_key_list(unknown)} (known: {sorted(_TOP_KEYS)})")
     loss = d.get("loss", "cross_entropy")
     if loss not in LOSSES:
-        raise _err(source, f"unknown loss {loss!r} (choose from {', '.join(LOSSES)})")
+        raise _err(source, f"unknown loss {brief(loss)} (choose from {', '.join(LOSSES)})")
     tr = d.get("trainable")
     if tr is None or tr == [] or tr == {}:
         raise _err(source, "the trainable set is empty")
     if isinstance(tr, dict):
         tr = [tr]
     if not isinstance(tr, list):
-        raise _err(source, f"trainable must be a list of entries, got {tr!r}")
+        raise _err(source, f"trainable must be a list of entries, got {brief(tr)}")
     backward = d.get("backward", "fp32")
     if backward not in BACKWARD_MODES:
-        raise _err(source, f"backward must be fp32 or int8, got {backward!r}")
+        raise _err(source, f"backward must be fp32 or int8, got {brief(backward)}")
     master = d.get("master_weights", "none")
     if master in (None, False):
         master = "none"
     if master not in MASTER_WEIGHTS:
-        raise _err(source, f"master_weights must be none, fp32 or int32, got {master!r}")
+        raise _err(source, f"master_weights must be none, fp32 or int32, got {brief(master)}")
     acc = _number(source, "accumulate", d.get("accumulate", 1), 1, integer=True)
     pins = d.get("kernels") or {}
     if not isinstance(pins, dict) or not all(isinstance(k, str) and isinstance(v, str)
@@ -240,7 +269,7 @@ def _short_rule(source: str, token: str) -> dict[str, Any]:
     if token == "all":
         return {"layers": "all", "params": "both"}
     if ":" not in token:
-        raise _err(source, f"cannot read trainable set {token!r} (e.g. bias:last4, "
+        raise _err(source, f"cannot read trainable set {brief(token)} (e.g. bias:last4, "
                            "weight:last2@0.25, all)")
     params, layers = token.split(":", 1)
     ratio = 1.0
@@ -249,25 +278,25 @@ def _short_rule(source: str, token: str) -> dict[str, Any]:
         try:
             ratio = float(r)
         except ValueError:
-            raise _err(source, f"channel ratio {r!r} is not a number") from None
-    if layers.startswith("last") and layers[4:].isdigit():
+            raise _err(source, f"channel ratio {brief(r)} is not a number") from None
+    if layers.startswith("last") and _digits(layers[4:]) is not None:
         layers = f"last {layers[4:]}"
-    elif layers.startswith("first") and layers[5:].isdigit():
+    elif layers.startswith("first") and _digits(layers[5:]) is not None:
         layers = f"first {layers[5:]}"
     elif layers != "all":
-        layers = [int(x) if x.lstrip("-").isdigit() else x for x in layers.split("/")]
+        layers = [x if _digits(x) is None else _digits(x) for x in layers.split("/")]
     return {"layers": layers, "params": params, "channels": ratio}
 
 
 def parse_short(text: str) -> TrainSpec:
     """A short form: RULE[+RULE...][,key=value...] (see the module docstring)."""
-    source = f"--train {text!r}"
+    source = f"--train {brief(text, 120)}"
     head, *opts = text.split(",")
     d: dict[str, Any] = {"trainable": [_short_rule(source, t) for t in head.split("+") if t]}
     opt: dict[str, Any] = {}
     for kv in opts:
         if "=" not in kv:
-            raise _err(source, f"option {kv!r} is not key=value")
+            raise _err(source, f"option {brief(kv)} is not key=value")
         k, v = kv.split("=", 1)
         if k in ("opt", "optimizer"):
             opt["name"] = v
@@ -275,13 +304,13 @@ def parse_short(text: str) -> TrainSpec:
             try:
                 opt[k] = float(v)
             except ValueError:
-                raise _err(source, f"{k}={v!r} is not a number") from None
+                raise _err(source, f"{k}={brief(v)} is not a number") from None
         elif k in ("loss", "backward", "master_weights"):
             d[k] = v
         elif k == "accumulate":
-            d[k] = int(v) if v.isdigit() else v
+            d[k] = v if _digits(v) is None else _digits(v)
         else:
-            raise _err(source, f"unknown option {k!r}")
+            raise _err(source, f"unknown option {brief(k)}")
     d["optimizer"] = opt
     return spec_from_dict(d, source)
 
@@ -289,20 +318,14 @@ def parse_short(text: str) -> TrainSpec:
 def load_spec(arg: str | Path) -> TrainSpec:
     """A spec from a YAML file path, or a short form."""
     p = Path(arg)
-    if p.suffix in (".yaml", ".yml", ".json") or p.is_file():
-        import yaml
+    try:
+        is_file = p.is_file()
+    except OSError:                  # e.g. a short form longer than a file name may be
+        is_file = False
+    if p.suffix in (".yaml", ".yml", ".json") or is_file:
+        from ..safe_yaml import load_yaml_file
 
-        try:
-            text = p.read_text()
-        except OSError as e:
-            raise SpecError(f"{p}: cannot read training spec ({e.strerror or e})") from None
-        try:
-            d = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f" line {mark.line + 1}" if mark is not None else ""
-            raise SpecError(f"{p}:{where} not valid YAML ({getattr(e, 'problem', e)})") from None
-        return spec_from_dict(d, str(p))
+        return spec_from_dict(load_yaml_file(p, "training spec"), str(p))
     return parse_short(str(arg))
 
 
@@ -319,8 +342,8 @@ def _select(spec: TrainSpec, layers: list[Op], sel: Any) -> list[int]:
         words = sel.split()
         if sel == "all":
             return list(range(n))
-        if len(words) == 2 and words[0] in ("last", "first") and words[1].isdigit():
-            k = int(words[1])
+        if len(words) == 2 and words[0] in ("last", "first") and _digits(words[1]) is not None:
+            k = _digits(words[1])
             if not 1 <= k <= n:
                 raise _err(spec.source, f"'{sel}' but the model has {n} trainable layers")
             return list(range(n - k, n)) if words[0] == "last" else list(range(k))
@@ -330,7 +353,7 @@ def _select(spec: TrainSpec, layers: list[Op], sel: Any) -> list[int]:
     out = []
     for s in sel:
         if isinstance(s, bool):
-            raise _err(spec.source, f"unknown layer {s!r}")
+            raise _err(spec.source, f"unknown layer {brief(s)}")
         if isinstance(s, int):
             if not -n <= s < n:
                 raise _err(spec.source, f"layer index {s} out of range (model has {n} "
@@ -340,7 +363,7 @@ def _select(spec: TrainSpec, layers: list[Op], sel: Any) -> list[int]:
             out.append(names[s])
         else:
             close = ", ".join(list(names)[:6])
-            raise _err(spec.source, f"unknown layer {s!r} (layers: {close}{', ...' if n > 6 else ''})")
+            raise _err(spec.source, f"unknown layer {brief(s)} (layers: {close}{', ...' if n > 6 else ''})")
     return out
 
 
