@@ -190,3 +190,36 @@ def path(graph: Graph, batch: int, target: Target) -> str:
     if op.type == "softmax":
         return f"softmax-{graph.tensors[op.outputs[0]].dtype}"
     return op.type
+
+
+# -- configurations the builders decline (tests show CMSIS-NN gets them wrong) --------------------
+def dw_3x3_padded_right(rng: Rng) -> Case:
+    """3x3 depthwise whose last windows' middle column lies in a right padding of 2+."""
+    shape = (1, int(rng.integers(2, 7)), int(rng.integers(1, 6)), int(rng.integers(1, 9)))
+    pads = (1, 1, int(rng.integers(0, 2)), int(rng.integers(2, 4)))
+    graph, _ = depthwise_conv2d_graph(rng, "int8", shape, 1, (3, 3), (1, 1), (1, 1), pads)
+    return graph, 1
+
+
+def max_pool_padded(rng: Rng) -> Case:
+    """Max pooling with bottom/right padding wider than the filter: windows in the padding."""
+    from codegen.ir import conv_out_size
+
+    f = _pair(rng, 1, 2)
+    shape = (1, int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 9)))
+    pads = (0, f[0] + int(rng.integers(0, 2)), 0, f[1] + int(rng.integers(0, 2)))
+    oh = conv_out_size(shape[1], f[0], 1, 1, pads[0], pads[1])
+    ow = conv_out_size(shape[2], f[1], 1, 1, pads[2], pads[3])
+    q = _act_q(rng)
+    g = single_op_graph("max_pool2d", [_act("x", shape, "int8", q)],
+                        _act("y", (1, oh, ow, shape[3]), "int8", q),
+                        {"filter": f, "stride": (1, 1), "padding": pads, "activation": "none"})
+    return g, 1
+
+
+def conv_1x1_padded(rng: Rng) -> Case:
+    cin = int(rng.integers(1, 9))
+    shape = (1, int(rng.integers(1, 7)), int(rng.integers(1, 7)), cin)
+    pads = (0, int(rng.integers(1, 3)), 0, int(rng.integers(0, 3)))
+    return conv2d_graph(rng, "int8", shape, int(rng.integers(1, 9)), (1, 1), cin, (1, 1),
+                        (1, 1), pads)
