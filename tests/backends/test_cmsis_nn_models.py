@@ -2,7 +2,7 @@
 BOARD --backend cmsis-nn`` on random inputs equals the golden model bit for bit on the
 Cortex-M4F (mps2-an386), M7 (mps2-an500), M33 (mps2-an505) and M55 with Helium (mps3-an547),
 every CMSIS-NN-capable op runs a CMSIS-NN kernel, and ``--json`` reports instructions per
-inference (a contract).
+inference (a contract); on the host, the generated project under ASan + UBSan.
 
 Needs the CMSIS-NN checkout (skips with the backend's reason), the shared models, the board's
 compiler and QEMU.
@@ -21,8 +21,6 @@ from codegen.backends import cmsis_nn as cm
 from tests.targets.helpers import runnable
 
 from .cmsis_helpers import checkout
-
-pytestmark = pytest.mark.emulator
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "models"
 MODELS = ("kws_ref_model", "kws_ref_model_float32", "vww_96_int8", "pretrainedResnet_quant",
@@ -46,6 +44,7 @@ def _graph(name: str):
     return _graphs[name]
 
 
+@pytest.mark.emulator
 @pytest.mark.parametrize("board", BOARDS)
 @pytest.mark.parametrize("model", MODELS)
 def test_model_on_board_equals_golden(model, board, tmp_path, capsys):
@@ -77,3 +76,20 @@ def test_model_on_board_equals_golden(model, board, tmp_path, capsys):
     for op in graph.ops:
         call = low.choices[op.name].call
         assert (call.backend == "cmsis-nn") == (op.type in cm.BUILDERS), (op.name, call.kernel)
+
+
+@pytest.mark.parametrize("model", [m for m in MODELS if not m.endswith("float32")])
+def test_host_project_under_sanitizers_equals_golden(model, tmp_path):
+    """The generated host project with --backend cmsis-nn (CMSIS-NN's C paths), built with
+    ASan + UBSan (make SANITIZE=1; CMSIS-NN's own sources without the two checks it relies on
+    the compiler for), equals the golden model."""
+    from codegen.toolchain.host import build_project
+
+    checkout()
+    graph = _graph(model)
+    proj = pipeline.compile_model(graph, out_dir=tmp_path / "p", backend="cmsis-nn")
+    assert "cmsis-nn" in {o["backend"] for o in proj.manifest["ops"]}
+    build = build_project(proj, sanitize=True)
+    t = graph.tensors[graph.inputs[0]]
+    x = np.random.default_rng(6).integers(-128, 128, (3, *t.shape[1:]), dtype=np.int8)
+    assert np.array_equal(pipeline.run_host_infer(build, x), golden.run(graph, x)[0])
