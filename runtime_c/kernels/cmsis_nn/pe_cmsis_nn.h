@@ -72,6 +72,32 @@ static inline cmsis_nn_pool_params pe_cmsis_pool_params(const pe_pool_params *p)
     return r;
 }
 
+/* What the convolution kernels take besides their parameters. */
+typedef struct {
+    cmsis_nn_context ctx;
+    cmsis_nn_per_channel_quant_params quant;
+    cmsis_nn_dims input;
+    cmsis_nn_dims filter;
+    cmsis_nn_dims bias;
+    cmsis_nn_dims output;
+} pe_cmsis_conv_args;
+
+static inline pe_cmsis_conv_args pe_cmsis_conv_args_of(const pe_context *ctx,
+                                                       const pe_per_channel_quant *quant,
+                                                       const pe_dims *input_dims,
+                                                       const pe_dims *filter_dims,
+                                                       const pe_dims *output_dims)
+{
+    pe_cmsis_conv_args a;
+    a.ctx = pe_cmsis_context(ctx);
+    a.quant = pe_cmsis_per_channel(quant);
+    a.input = pe_cmsis_dims(input_dims);
+    a.filter = pe_cmsis_dims(filter_dims);
+    a.bias = pe_cmsis_bias_dims(output_dims->c);
+    a.output = pe_cmsis_dims(output_dims);
+    return a;
+}
+
 static inline int32_t pe_cmsis_size(const pe_dims *d)
 {
     return d->n * d->h * d->w * d->c;

@@ -9,12 +9,8 @@ void pe_depthwise_conv2d_s8_cmsis(const pe_context *ctx, const pe_dw_conv_params
                                   const int8_t *filter, const int32_t *bias,
                                   const pe_dims *output_dims, int8_t *output)
 {
-    const cmsis_nn_context c = pe_cmsis_context(ctx);
-    const cmsis_nn_per_channel_quant_params q = pe_cmsis_per_channel(quant);
-    const cmsis_nn_dims in = pe_cmsis_dims(input_dims);
-    const cmsis_nn_dims f = pe_cmsis_dims(filter_dims);
-    const cmsis_nn_dims b = pe_cmsis_bias_dims(output_dims->c);
-    const cmsis_nn_dims out = pe_cmsis_dims(output_dims);
+    const pe_cmsis_conv_args a = pe_cmsis_conv_args_of(ctx, quant, input_dims, filter_dims,
+                                                       output_dims);
     cmsis_nn_dw_conv_params p;
     p.input_offset = params->input_offset;
     p.output_offset = params->output_offset;
@@ -23,6 +19,6 @@ void pe_depthwise_conv2d_s8_cmsis(const pe_context *ctx, const pe_dw_conv_params
     p.padding = pe_cmsis_tile(&params->padding);
     p.dilation = pe_cmsis_tile(&params->dilation);
     p.activation = pe_cmsis_activation(&params->activation);
-    (void)arm_depthwise_conv_wrapper_s8(&c, &p, &q, &in, input, &f, filter, &b, bias, &out,
-                                        output);
+    (void)arm_depthwise_conv_wrapper_s8(&a.ctx, &p, &a.quant, &a.input, input, &a.filter,
+                                        filter, &a.bias, bias, &a.output, output);
 }
