@@ -151,6 +151,9 @@ PE_NO_LOOP_IDIOM void *memset(void *dst, int c, size_t n)
             d += 16;
         } while (--k != 0u);
         n &= 15u;
+        if (n == 0u) {
+            return dst;
+        }
     }
     while (n >= 4u) {
         *(pe_set_word *)(void *)d = w;
