@@ -1,14 +1,16 @@
-"""Board benchmark: per model x board, the firmware's memory and instructions.
+"""Board benchmark: per model x board x backend, the firmware's memory and instructions.
 
-For every model (with its trainable set) and every emulated board, the training firmware is
-compiled with a few random samples embedded, built with the board's toolchain and run on its
-emulator. Reported: flash, SRAM (arena + parameters + stack reserved; stack used), the
-instructions of one training step by phase (forward, loss, backward, update) and of one
-inference (Hexagon: packets). A configuration that does not fit the board's budget says by how
-much.
+For every model (with its trainable set), every emulated board and every backend that builds
+for it (ref everywhere; cmsis-nn on cores with DSP or MVE, where CMSIS-NN is checked out), the
+training firmware is compiled with a few random samples embedded, built with the board's
+toolchain and run on its emulator. Reported: flash, SRAM (arena + parameters + stack reserved;
+stack used), the instructions of one training step by phase (forward, loss, backward, update)
+and of one inference (Hexagon: packets), instructions per multiply-accumulate of the inference,
+and on mps2-an386 the ratio to TFLM + CMSIS-NN (:data:`TFLM_CMSIS_NN`). A configuration that
+does not fit the board's budget says by how much.
 
     python -m tests.benchmark_boards [--models digits,kws,vww,ic,ad] [--boards B1,B2]
-                                     [--steps 2] [--json]
+                                     [--backends ref,cmsis-nn] [--steps 2] [--json]
 
 Models: the bundled digits CNN and, where ../shared/models has them, the MLPerf Tiny models.
 Boards: every QEMU and Hexagon board whose toolchain and emulator are installed.
@@ -26,6 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from codegen import models as bundled
+from codegen.backends import BACKENDS as BACKEND_TABLE
+from codegen.backends import get_backend
 from codegen.board import load_board
 from codegen.errors import PockError
 from codegen.targets import emulator_available, toolchain_available
@@ -52,6 +56,12 @@ CASES = {
 }
 BOARDS = ("mps2-an385", "mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547",
           "netduinoplus2", "hexagon-v66", "hexagon-v67")
+BACKENDS = ("ref", "cmsis-nn")
+# Instructions per inference of TFLM built with its pinned CMSIS-NN (-O2) for mps2-an386 under
+# QEMU, counted the same way (a TCG plugin): issue 10 of the project's tracker.
+TFLM_CMSIS_NN = {"board": "mps2-an386", "source": "issue 10 (TFLM + its pinned CMSIS-NN, -O2, "
+                 "mps2-an386 under QEMU)",
+                 "infer": {"kws": 7.70e6, "vww": 24.10e6, "ic": 29.86e6, "ad": 0.58e6}}
 
 
 def model_path(case: Case) -> Path | None:
@@ -71,16 +81,29 @@ def random_data(graph, loss: str, n: int, seed: int = 0) -> dict[str, np.ndarray
     return {"x": x, "y": rng.integers(0, classes, n)}
 
 
-def measure(case: Case, board_name: str, steps: int, work: Path, graph_cache: dict) -> dict:
-    """One model x board: compile, build, run; a row of the table."""
+def applies(backend: str, board) -> bool:
+    """Whether ``backend`` has kernels for this kind of core (availability aside)."""
+    b = get_backend(backend)
+    features = set(board.features or ())
+    return board.arch in b.archs and (not b.needs or bool(features & set(b.needs)))
+
+
+def measure(case: Case, board_name: str, steps: int, work: Path, graph_cache: dict,
+            backend: str = "ref") -> dict:
+    """One model x board x backend: compile, build, run; a row of the table."""
     from codegen import pipeline
     from codegen.run.device import run_device
+    from codegen.summary import op_macs
 
-    row: dict = {"model": case.name, "board": board_name, "spec": case.spec}
+    row: dict = {"model": case.name, "board": board_name, "backend": backend,
+                 "spec": case.spec}
     board = load_board(board_name)
     for ok, why in (toolchain_available(board), emulator_available(board)):
         if not ok:
             return row | {"skipped": why}
+    why = get_backend(backend).unavailable(board)
+    if why is not None:
+        return row | {"skipped": why}
     path = model_path(case)
     if path is None:
         return row | {"skipped": f"{case.model} not found in {SHARED}"}
@@ -92,7 +115,8 @@ def measure(case: Case, board_name: str, steps: int, work: Path, graph_cache: di
     t0 = time.perf_counter()
     try:
         proj = pipeline.compile_model(graph, board=board_name, spec=case.spec,
-                                      out_dir=work / f"{case.name}-{board_name}",
+                                      out_dir=work / f"{case.name}-{board_name}-{backend}",
+                                      backend=backend,
                                       data=random_data(graph, loss, steps),
                                       evals=random_data(graph, loss, 1, seed=1))
         fw = pipeline.build_project(proj)
@@ -100,8 +124,15 @@ def measure(case: Case, board_name: str, steps: int, work: Path, graph_cache: di
         return row | {"fits": False, "error": str(e)}
     res = run_device(proj, build=fw)
     b, ins, mem = fw.to_json(), res.instructions, proj.manifest["memory"]
+    macs = sum(op_macs(graph, op) for op in graph.ops)
+    tflm = (TFLM_CMSIS_NN["infer"].get(case.name)
+            if board_name == TFLM_CMSIS_NN["board"] else None)
     return row | {
         "fits": True, "backward_mode": proj.manifest["training"]["backward"],
+        "chain": proj.manifest["chain"], "macs": macs,
+        "infer_per_mac": round(ins["infer"] / macs, 3) if macs and ins.get("infer") else None,
+        "tflm_cmsis_nn": tflm,
+        "vs_tflm_cmsis_nn": round(ins["infer"] / tflm, 4) if tflm and ins.get("infer") else None,
         "flash_bytes": b["flash_bytes"], "sram_bytes": b["sram_bytes"],
         "arena_bytes": mem["arena_bytes"], "params_bytes": mem["params_bytes"],
         "stack_bytes": b["stack_bytes"], "stack_used_bytes": res.stack_used,
@@ -112,50 +143,66 @@ def measure(case: Case, board_name: str, steps: int, work: Path, graph_cache: di
 
 
 def format_table(rows: list[dict]) -> str:
-    head = ("model", "board", "bwd", "flash", "SRAM", "arena", "params", "stack", "used",
-            "forward", "backward", "update", "step", "inference")
+    head = ("model", "board", "backend", "bwd", "flash", "SRAM", "arena", "params", "stack",
+            "used", "forward", "loss", "backward", "update", "step", "inference", "/MAC",
+            "vs TFLM")
+    left = 4                                  # left-aligned columns
     lines = [head]
     notes = []
     for r in rows:
         if "skipped" in r or not r.get("fits"):
             why = r.get("skipped") or r.get("error", "")
-            lines.append((r["model"], r["board"], "-", "does not fit" if "error" in r
-                          else "skipped", *[""] * 10))
-            notes.append(f"{r['model']} on {r['board']}: {why}")
+            lines.append((r["model"], r["board"], r["backend"], "-",
+                          "does not fit" if "error" in r else "skipped",
+                          *[""] * (len(head) - 5)))
+            notes.append(f"{r['model']} on {r['board']} ({r['backend']}): {why}")
             continue
         k = lambda n: f"{n / 1024:.1f}K"
-        m = lambda n: f"{n / 1e6:.2f}M"
+        m = lambda n: f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}k"
         unit = "" if r["unit"] == "instructions" else " pk"
-        lines.append((r["model"], r["board"], r["backward_mode"], k(r["flash_bytes"]),
-                      k(r["sram_bytes"]), k(r["arena_bytes"]), k(r["params_bytes"]),
-                      k(r["stack_bytes"]), f"{r['stack_used_bytes']}",
-                      m(r["forward"]) + unit, m(r["backward"]) + unit, m(r["update"]) + unit,
-                      m(r["step"]) + unit, m(r["infer"]) + unit))
+        per_mac = "" if r["infer_per_mac"] is None else f"{r['infer_per_mac']:.2f}"
+        ratio = "" if r["vs_tflm_cmsis_nn"] is None else f"{r['vs_tflm_cmsis_nn']:.3f}"
+        lines.append((r["model"], r["board"], r["backend"], r["backward_mode"],
+                      k(r["flash_bytes"]), k(r["sram_bytes"]), k(r["arena_bytes"]),
+                      k(r["params_bytes"]), k(r["stack_bytes"]), f"{r['stack_used_bytes']}",
+                      m(r["forward"]) + unit, m(r["loss"]) + unit, m(r["backward"]) + unit,
+                      m(r["update"]) + unit, m(r["step"]) + unit, m(r["infer"]) + unit,
+                      per_mac, ratio))
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(head))]
-    out = ["  ".join(str(c).rjust(w) if i > 2 else str(c).ljust(w)
+    out = ["  ".join(str(c).rjust(w) if i >= left else str(c).ljust(w)
                      for i, (c, w) in enumerate(zip(line, widths, strict=True))).rstrip()
            for line in lines]
     out.insert(1, "  ".join("-" * w for w in widths))
     out.append("")
     out.append("flash, SRAM: the linked image (SRAM = .data + .bss + reserved stack); used: "
                "measured stack high-water mark (bytes); forward .. step: per training step; "
-               "pk: Hexagon packets; instructions counted by the QEMU plugin")
+               "inference: per inference; /MAC: inference instructions per multiply-"
+               "accumulate; k, M: 10^3, 10^6; pk: Hexagon packets; instructions counted by the QEMU "
+               "plugin")
+    tflm = ", ".join(f"{n} {v / 1e6:.2f}M" for n, v in TFLM_CMSIS_NN["infer"].items())
+    out.append(f"vs TFLM: inference instructions / TFLM + CMSIS-NN's on "
+               f"{TFLM_CMSIS_NN['board']} ({tflm}; {TFLM_CMSIS_NN['source']})")
     out += notes
     return "\n".join(out)
 
 
-def run(models: list[str], boards: list[str], steps: int, log=print) -> list[dict]:
+def run(models: list[str], boards: list[str], steps: int, log=print,
+        backends: tuple[str, ...] = BACKENDS) -> list[dict]:
     rows = []
     cache: dict = {}
     with tempfile.TemporaryDirectory(prefix="pe-bench-") as tmp:
         for name in models:
             for board in boards:
-                row = measure(CASES[name], board, steps, Path(tmp), cache)
-                rows.append(row)
-                log(f"  {name} on {board}: "
-                    + ("skipped" if "skipped" in row else
-                       "does not fit" if not row.get("fits") else
-                       f"step {row['step']:,} {row['unit']}, {row['seconds']} s"))
+                for backend in backends:
+                    if not applies(backend, load_board(board)):
+                        continue
+                    row = measure(CASES[name], board, steps, Path(tmp), cache, backend)
+                    rows.append(row)
+                    log(f"  {name} on {board} ({backend}): "
+                        + ("skipped" if "skipped" in row else
+                           "does not fit" if not row.get("fits") else
+                           f"step {row['step']:,} {row['unit']}, inference "
+                           f"{row['infer']:,}, {row['seconds']} s"))
     return rows
 
 
@@ -164,11 +211,15 @@ def main(argv: list[str] | None = None) -> int:
                                              "board")
     ap.add_argument("--models", default=",".join(CASES))
     ap.add_argument("--boards", default=",".join(BOARDS))
+    ap.add_argument("--backends", default=",".join(BACKENDS),
+                    help="backends to compare (each where it has kernels for the board)")
     ap.add_argument("--steps", type=int, default=2, help="training steps per run")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     models = selected(ap, args.models, CASES, "model")
-    rows = run(models, [b for b in args.boards.split(",") if b], args.steps, log=log)
+    backends = tuple(selected(ap, args.backends, BACKEND_TABLE, "backend"))
+    rows = run(models, [b for b in args.boards.split(",") if b], args.steps, log=log,
+               backends=backends)
     return report(rows, args.json, format_table)
 
 

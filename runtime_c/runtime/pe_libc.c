@@ -5,7 +5,9 @@
  *
  * Loop-idiom recognition is turned off for these bodies, or the compiler would turn the
  * loops back into calls to themselves. Word-at-a-time copies when both pointers share
- * alignment; byte loops otherwise.
+ * alignment, or on cores that load and store words at any address (__ARM_FEATURE_UNALIGNED:
+ * Cortex-M3 and up; CMSIS-NN's im2col copies rows of a few channels, rarely aligned); byte
+ * loops otherwise.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -25,11 +27,58 @@ int memcmp(const void *a, const void *b, size_t n);
 size_t strlen(const char *s);
 
 typedef uint32_t __attribute__((may_alias)) pe_word;
+#if defined(__ARM_FEATURE_UNALIGNED)
+typedef uint32_t __attribute__((may_alias, aligned(1))) pe_uword;   /* any address */
+typedef uint16_t __attribute__((may_alias, aligned(1))) pe_uhalf;
+#define PE_ANY_ALIGNMENT 1
+typedef pe_uword pe_set_word;
+#else
+#define PE_ANY_ALIGNMENT 0
+typedef pe_word pe_set_word;
+#endif
 
 PE_NO_LOOP_IDIOM void *memcpy(void *restrict dst, const void *restrict src, size_t n)
 {
     unsigned char *d = (unsigned char *)dst;
     const unsigned char *s = (const unsigned char *)src;
+#if PE_ANY_ALIGNMENT
+    /* Branch order for CMSIS-NN's im2col: rows of 16+ bytes first, then one to three bytes. */
+    if (n >= 16u) {
+        size_t k = n >> 4;
+        do {
+            const uint32_t w0 = ((const pe_uword *)(const void *)s)[0];
+            const uint32_t w1 = ((const pe_uword *)(const void *)s)[1];
+            const uint32_t w2 = ((const pe_uword *)(const void *)s)[2];
+            const uint32_t w3 = ((const pe_uword *)(const void *)s)[3];
+            ((pe_uword *)(void *)d)[0] = w0;
+            ((pe_uword *)(void *)d)[1] = w1;
+            ((pe_uword *)(void *)d)[2] = w2;
+            ((pe_uword *)(void *)d)[3] = w3;
+            d += 16;
+            s += 16;
+        } while (--k != 0u);
+        n &= 15u;
+        if (n == 0u) {
+            return dst;
+        }
+    }
+    while (n >= 4u) {
+        *(pe_uword *)(void *)d = *(const pe_uword *)(const void *)s;
+        d += 4;
+        s += 4;
+        n -= 4u;
+    }
+    if (n >= 2u) {
+        *(pe_uhalf *)(void *)d = *(const pe_uhalf *)(const void *)s;
+        d += 2;
+        s += 2;
+        n -= 2u;
+    }
+    if (n != 0u) {
+        *d = *s;
+    }
+    return dst;
+#else
     if ((((uintptr_t)d ^ (uintptr_t)s) & 3u) == 0u) {
         while (n > 0u && ((uintptr_t)d & 3u) != 0u) {
             *d++ = *s++;
@@ -53,6 +102,7 @@ PE_NO_LOOP_IDIOM void *memcpy(void *restrict dst, const void *restrict src, size
             n -= 4u;
         }
     }
+#endif
     while (n > 0u) {
         *d++ = *s++;
         n--;
@@ -84,21 +134,29 @@ PE_NO_LOOP_IDIOM void *memset(void *dst, int c, size_t n)
     unsigned char *d = (unsigned char *)dst;
     const unsigned char b = (unsigned char)c;
     const uint32_t w = (uint32_t)b * 0x01010101u;
+#if !PE_ANY_ALIGNMENT
     while (n > 0u && ((uintptr_t)d & 3u) != 0u) {
         *d++ = b;
         n--;
     }
-    while (n >= 16u) {
-        pe_word *dw = (pe_word *)(void *)d;
-        dw[0] = w;
-        dw[1] = w;
-        dw[2] = w;
-        dw[3] = w;
-        d += 16;
-        n -= 16u;
+#endif
+    if (n >= 16u) {
+        size_t k = n >> 4;
+        do {
+            pe_set_word *dw = (pe_set_word *)(void *)d;
+            dw[0] = w;
+            dw[1] = w;
+            dw[2] = w;
+            dw[3] = w;
+            d += 16;
+        } while (--k != 0u);
+        n &= 15u;
+        if (n == 0u) {
+            return dst;
+        }
     }
     while (n >= 4u) {
-        *(pe_word *)(void *)d = w;
+        *(pe_set_word *)(void *)d = w;
         d += 4;
         n -= 4u;
     }

@@ -12,13 +12,26 @@ pytestmark = pytest.mark.emulator
 
 
 def test_benchmark_smoke(capsys):
+    """One row per board x backend that has kernels for the board (cmsis-nn: not on Hexagon;
+    skipped with its reason where CMSIS-NN is not checked out)."""
+    from codegen.backends import get_backend
+    from codegen.board import load_board
+
     runnable("mps2-an386")
     runnable("hexagon-v67")
     assert benchmark_boards.main(["--models", "digits", "--boards", "mps2-an386,hexagon-v67",
                                   "--steps", "1"]) == 0
     out = capsys.readouterr().out
-    rows = [ln.split() for ln in out.splitlines() if ln.startswith("digits")]
-    assert [r[1] for r in rows] == ["mps2-an386", "hexagon-v67"]
-    assert rows[0][2] == "fp32" and rows[1][2] == "int8"
-    assert rows[0][-1].endswith("M") and rows[1][-1] == "pk"       # inference column
-    assert "per training step" in out
+    rows = [ln.split() for ln in out.splitlines()
+            if ln.startswith("digits") and ln.split()[1] != "on"]     # not the notes
+    assert [(r[1], r[2]) for r in rows] == [("mps2-an386", "ref"), ("mps2-an386", "cmsis-nn"),
+                                            ("hexagon-v67", "ref")]
+    assert rows[0][3] == "fp32" and rows[2][3] == "int8"
+    assert rows[0][15].endswith("M") and rows[2].count("pk") == 6   # phases, inference
+    assert float(rows[0][16]) > 0                                   # instructions per MAC
+    why = get_backend("cmsis-nn").unavailable(load_board("mps2-an386"))
+    if why is None:
+        assert float(rows[1][-1]) < float(rows[0][-1])              # CMSIS-NN is faster
+    else:
+        assert rows[1][4] == "skipped" and why in out
+    assert "per training step" in out and "TFLM + CMSIS-NN" in out

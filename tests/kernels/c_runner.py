@@ -1,7 +1,10 @@
-"""Build the ref C kernels into a shared library and run kernel call records through ctypes.
+"""Build C kernels into a shared library and run kernel call records through ctypes.
 
 Used by the kernel tests in-process (gcc, UBSan) and by ``python -m tests.kernels.asan_check``
-in a subprocess that preloads the AddressSanitizer runtime.
+in a subprocess that preloads the AddressSanitizer runtime. The ref kernels by default; a
+library of another backend's kernels passes its sources and the function that makes its
+records (``RefKernels(path, record=...)``), and a record's scratch is handed to the kernel as a
+``pe_context`` over a buffer of ``scratch_bytes``.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import ctypes
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +31,7 @@ from codegen.backends import (
     kernel_call,
 )
 from codegen.golden.kernels.common import batched
-from codegen.ir import Graph
+from codegen.ir import Graph, Op
 from codegen.resources import data_dir
 
 KERNELS_DIR = data_dir("runtime_c") / "kernels"
@@ -37,14 +40,17 @@ STRICT_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-ffp-co
 INCLUDES = [f"-I{KERNELS_DIR}", f"-I{KERNELS_DIR / 'ref'}"]
 
 
-def compile_objects(cc: str, out_dir: Path, flags: Sequence[str] = ()) -> list[Path]:
-    """Compile every ref source with ``cc`` and the strict flags (raises with the log)."""
+def compile_objects(cc: str, out_dir: Path, flags: Sequence[str] = (),
+                    sources: Sequence[Path] = REF_SOURCES, includes: Sequence[str] = INCLUDES,
+                    strict: Sequence[str] = STRICT_FLAGS) -> list[Path]:
+    """Compile ``sources`` (every ref source) with ``cc`` and the strict flags (raises with the
+    log)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     objs = []
     procs = []
-    for src in REF_SOURCES:
+    for src in sources:
         obj = out_dir / (src.stem + ".o")
-        cmd = [cc, *STRICT_FLAGS, *flags, *INCLUDES, "-c", str(src), "-o", str(obj)]
+        cmd = [cc, *strict, *flags, *includes, "-c", str(src), "-o", str(obj)]
         procs.append((cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                             stderr=subprocess.STDOUT, text=True)))
         objs.append(obj)
@@ -62,10 +68,11 @@ def _wait(item) -> None:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{out}")
 
 
-def build_library(cc: str, out_dir: Path, flags: Sequence[str] = ()) -> Path:
-    """A shared library of all ref kernels built with ``cc``."""
-    objs = compile_objects(cc, out_dir / "obj", ["-fPIC", *flags])
-    lib = out_dir / "libpe_ref.so"
+def build_library(cc: str, out_dir: Path, flags: Sequence[str] = (),
+                  objects: Sequence[Path] = ()) -> Path:
+    """A shared library of all ref kernels built with ``cc`` (plus prebuilt ``objects``)."""
+    objs = compile_objects(cc, out_dir / "obj", ["-fPIC", *flags]) + list(objects)
+    lib = out_dir / "libpe_kernels.so"
     cmd = [cc, "-shared", *flags, "-o", str(lib), *map(str, objs)]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     return lib
@@ -126,12 +133,17 @@ def _struct_value(value: Struct, keep: list) -> ctypes.Structure:
     return obj
 
 
-class RefKernels:
-    """The ref kernels of one shared library, callable with KernelCall records."""
+Record = Callable[[Graph, Op, int], KernelCall]
 
-    def __init__(self, path: Path):
+
+class RefKernels:
+    """The kernels of one shared library, callable with KernelCall records (``record`` makes
+    an op's record: the ref kernels' by default)."""
+
+    def __init__(self, path: Path, record: Record = kernel_call):
         self.path = path
         self.lib = ctypes.CDLL(str(path))
+        self.record = record
 
     def call(self, call: KernelCall, values: Mapping[str, np.ndarray]) -> None:
         """Run ``call``; ``values`` holds every tensor it names (outputs are written)."""
@@ -140,7 +152,13 @@ class RefKernels:
         argv: list = []
         argtypes: list = []
         for _, arg in call.args:
-            if isinstance(arg, ContextArg | NullArg):
+            if isinstance(arg, ContextArg) and call.scratch_bytes > 0:
+                buf = np.full(call.scratch_bytes, 0xA5, np.uint8)   # stale bytes show
+                ctx = struct_type("pe_context")(buf.ctypes.data, call.scratch_bytes)
+                keep += [buf, ctx]
+                argv.append(ctypes.addressof(ctx))
+                argtypes.append(ctypes.c_void_p)
+            elif isinstance(arg, ContextArg | NullArg):
                 argv.append(None)
                 argtypes.append(ctypes.c_void_p)
             elif isinstance(arg, StructArg):
@@ -177,7 +195,7 @@ class RefKernels:
                batch: int) -> np.ndarray:
         """Run one op of ``graph`` on the tensors of ``env`` (batch on axis 0); its output."""
         op = graph.ops[op_index]
-        call = kernel_call(graph, op, batch)
+        call = self.record(graph, op, batch)
         values = dict(env)
         for name in call.tensors():
             if name not in values and name not in op.outputs:

@@ -109,14 +109,22 @@ def conv2d_case(rng: Rng) -> Case:
         win = _window(rng, in_shape, k, stride, dilation)
         if win is not None:
             break
-    pads, oh, ow = win
+    return conv2d_graph(rng, dtype, in_shape, o, k, ci, stride, dilation, win[0])
+
+
+def conv2d_graph(rng: Rng, dtype: str, in_shape, o: int, k, ci: int, stride, dilation, pads
+                 ) -> Case:
+    """A conv2d case of these shapes (ci: input channels per group) with random quantization,
+    bias, activation and batch."""
+    oh = conv_out_size(in_shape[1], k[0], stride[0], dilation[0], pads[0], pads[1])
+    ow = conv_out_size(in_shape[2], k[1], stride[1], dilation[1], pads[2], pads[3])
     xq = _act_q(rng)
     x = _act("x", in_shape, dtype, xq)
     w = _weights(rng, (o, k[0], k[1], ci), 0, dtype, per_channel=rng.random() < 0.8)
     b = _bias(rng, o, xq.s, w, dtype) if rng.random() < 0.85 else None
     y = _act("y", (1, oh, ow, o), dtype, _out_q(rng, xq.s, w, k[0] * k[1] * ci))
     g = single_op_graph("conv2d", [x, w, b], y, {
-        "stride": stride, "dilation": dilation, "padding": pads,
+        "stride": tuple(stride), "dilation": tuple(dilation), "padding": tuple(pads),
         "activation": str(rng.choice(ACTIVATIONS))})
     return g, int(rng.integers(1, 3))
 
@@ -132,7 +140,15 @@ def depthwise_conv2d_case(rng: Rng) -> Case:
         win = _window(rng, in_shape, k, stride, dilation)
         if win is not None:
             break
-    pads, oh, ow = win
+    return depthwise_conv2d_graph(rng, dtype, in_shape, mult, k, stride, dilation, win[0])
+
+
+def depthwise_conv2d_graph(rng: Rng, dtype: str, in_shape, mult: int, k, stride, dilation,
+                           pads) -> Case:
+    """A depthwise_conv2d case of these shapes with random quantization, bias, activation and
+    batch."""
+    oh = conv_out_size(in_shape[1], k[0], stride[0], dilation[0], pads[0], pads[1])
+    ow = conv_out_size(in_shape[2], k[1], stride[1], dilation[1], pads[2], pads[3])
     o = in_shape[3] * mult
     xq = _act_q(rng)
     x = _act("x", in_shape, dtype, xq)
@@ -140,7 +156,7 @@ def depthwise_conv2d_case(rng: Rng) -> Case:
     b = _bias(rng, o, xq.s, w, dtype) if rng.random() < 0.85 else None
     y = _act("y", (1, oh, ow, o), dtype, _out_q(rng, xq.s, w, k[0] * k[1]))
     g = single_op_graph("depthwise_conv2d", [x, w, b], y, {
-        "stride": stride, "dilation": dilation, "padding": pads,
+        "stride": tuple(stride), "dilation": tuple(dilation), "padding": tuple(pads),
         "activation": str(rng.choice(ACTIVATIONS)), "depth_multiplier": mult})
     return g, int(rng.integers(1, 3))
 

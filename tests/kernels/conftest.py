@@ -23,3 +23,24 @@ def ref_lib(build_root: Path) -> RefKernels:
     out.mkdir()
     flags = ["-O2", *sanitizer_flags("gcc", "undefined", out)]
     return RefKernels(build_library("gcc", out, flags))
+
+
+@pytest.fixture(scope="session")
+def cmsis_lib(build_root: Path, ref_lib: RefKernels) -> RefKernels:
+    """The ref kernels, the CMSIS-NN wrappers (gcc -O2, UBSan) and their CMSIS-NN sources (its
+    plain C paths: the host has neither DSP nor MVE) in one library, lowering along the chain
+    cmsis-nn, ref. Skips where CMSIS-NN is not checked out."""
+    from tests.backends.cmsis_helpers import checkout, cmsis_or_ref, host_objects
+
+    root = checkout()
+    out = build_root / "gcc_cmsis"
+    out.mkdir()
+    flags = ["-O2", *sanitizer_flags("gcc", "undefined", out)]
+    objs = host_objects(root, out, flags)
+    return RefKernels(build_library("gcc", out, flags, objs), record=cmsis_or_ref)
+
+
+@pytest.fixture
+def kernels(request: pytest.FixtureRequest, backend: str) -> RefKernels:
+    """The library of the test's ``backend`` parameter (ref, or cmsis-nn before ref)."""
+    return request.getfixturevalue("ref_lib" if backend == "ref" else "cmsis_lib")

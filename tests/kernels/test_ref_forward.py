@@ -1,9 +1,12 @@
-"""Portable C forward kernels (runtime_c/kernels/ref) vs the golden model, bit for bit.
+"""C forward kernels vs the golden model, bit for bit: the portable kernels
+(runtime_c/kernels/ref) and, where CMSIS-NN is checked out, the CMSIS-NN backend's (its plain C
+paths on the host; tests/backends runs its DSP and Helium paths on emulated cores).
 
 The kernels are compiled once per session (gcc -O2, UBSan aborting on the first report; an
 ASan+UBSan build runs in a subprocess; clang and arm-none-eabi-gcc compile them too) and called
-through ctypes with the records of codegen.backends.ref_args, on random single-op graphs
-(tests/kernels/cases.py) and on the shared int8 models op by op.
+through ctypes with the records of codegen.backends (ref_args; cmsis_nn before ref), on random
+single-op graphs (tests/kernels/cases.py, tests/backends/cmsis_cases.py) and on the shared int8
+models op by op.
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ import numpy as np
 import pytest
 
 from codegen import golden
-from codegen.backends import STRUCTS, KernelCall, kernel_call, kernel_calls
+from codegen.backends import STRUCTS, KernelCall, Target, kernel_call, kernel_calls
 from codegen.errors import ModelError
 from codegen.frontend import load_model
 from codegen.golden import numerics as nx
 from codegen.ir import Graph, QuantParams, Role, Tensor
+from tests.backends import cmsis_cases
+from tests.backends.cmsis_helpers import cmsis_record
 from tests.frontend.single_op import single_op_graph
 
 from .c_runner import (
@@ -54,18 +59,46 @@ def _model_path(name: str) -> Path:
 
 
 # -- per-op random cases -------------------------------------------------------------------------
-@pytest.mark.parametrize("op_type", sorted(CASES))
-def test_op_matches_golden(ref_lib: RefKernels, op_type: str) -> None:
-    bad_cases, values, first = 0, 0, None
-    for i, (graph, feeds) in enumerate(iter_cases(op_type, N_CASES)):
-        bad, n = check_case(ref_lib, graph, feeds)
+BACKEND_OPS = ([("ref", op) for op in sorted(CASES)]
+               + [("cmsis-nn", op) for op in sorted(cmsis_cases.OPS)])
+# the CMSIS-NN kernels the host's cases must reach (plain C paths: no Helium depthwise-as-conv)
+CMSIS_HOST_PATHS = {
+    "conv2d": {"conv-1x1_fast", "conv-1x1", "conv-1xn", "conv-im2col"},
+    "depthwise_conv2d": {"dw-3x3", "dw-opt", "dw-generic"},
+    "fully_connected": {"fc-per-channel", "fc-per-tensor"},
+    "softmax": {"softmax-int8", "softmax-int16"},
+}
+
+
+def _backend_cases(backend: str, op_type: str):
+    if backend == "ref":
+        return ((g, f, None) for g, f in iter_cases(op_type, N_CASES))
+    return cmsis_cases.iter_cases(op_type, N_CASES)
+
+
+@pytest.mark.parametrize(("backend", "op_type"), BACKEND_OPS,
+                         ids=[f"{b}-{op}" for b, op in BACKEND_OPS])
+def test_op_matches_golden(kernels: RefKernels, backend: str, op_type: str) -> None:
+    """Every case the backend accepts equals the golden model; CMSIS-NN declines a minority
+    (ref takes those) and reaches each of its kernels."""
+    bad_cases, values, first, declined, paths = 0, 0, None, 0, set()
+    for i, (graph, feeds, batch) in enumerate(_backend_cases(backend, op_type)):
+        if batch is not None:
+            if cmsis_record(graph, graph.ops[0], batch) is None:
+                declined += 1
+                continue
+            paths.add(cmsis_cases.path(graph, batch, Target()))
+        bad, n = check_case(kernels, graph, feeds)
         values += n
         if bad:
             bad_cases += 1
             first = first or (i, graph.ops[0].attrs, {t: graph.tensors[t].shape
                                                       for t in graph.ops[0].inputs if t})
-    assert bad_cases == 0, (f"{op_type}: {bad_cases} of {N_CASES} cases differ from the golden "
-                            f"model ({values} values compared); first: {first}")
+    assert bad_cases == 0, (f"{backend} {op_type}: {bad_cases} of {N_CASES - declined} cases "
+                            f"differ from the golden model ({values} values compared); "
+                            f"first: {first}")
+    assert declined < N_CASES // 2, f"{backend} declined {declined} of {N_CASES} {op_type}"
+    assert CMSIS_HOST_PATHS.get(op_type, set()) <= paths or backend == "ref", paths
 
 
 def test_cases_cover_the_parameter_space() -> None:
@@ -117,8 +150,9 @@ def test_quantize_edge_values(ref_lib: RefKernels) -> None:
 
 
 # -- whole models --------------------------------------------------------------------------------
+@pytest.mark.parametrize("backend", ["ref", "cmsis-nn"])
 @pytest.mark.parametrize("name", INT8_MODELS)
-def test_model_op_by_op_matches_golden(ref_lib: RefKernels, name: str) -> None:
+def test_model_op_by_op_matches_golden(kernels: RefKernels, name: str, backend: str) -> None:
     graph = load_model(_model_path(name))
     t = graph.tensors[graph.inputs[0]]
     x = np.random.default_rng(11).integers(-128, 128, size=(N_MODEL_INPUTS,) + t.shape[1:],
@@ -126,7 +160,7 @@ def test_model_op_by_op_matches_golden(ref_lib: RefKernels, name: str) -> None:
     want = golden.execute(graph, {graph.inputs[0]: x}, keep_all=True)
     env = {graph.inputs[0]: x}
     for i, op in enumerate(graph.ops):
-        env[op.outputs[0]] = ref_lib.run_op(graph, i, env, N_MODEL_INPUTS)
+        env[op.outputs[0]] = kernels.run_op(graph, i, env, N_MODEL_INPUTS)
         bad = mismatches(op.type, env[op.outputs[0]], want[op.outputs[0]])
         assert bad == 0, f"{name}: op {i} {op.name!r} ({op.type}): {bad} values differ"
     out = env[graph.outputs[0]]

@@ -1,5 +1,6 @@
-"""Run training-kernel cases on emulated Cortex-M cores (QEMU, semihosting) and compare the
-results with the golden model byte for byte.
+"""Run kernel cases on emulated Cortex-M cores (QEMU, semihosting) and compare the results
+with the golden model byte for byte: the training kernels here, forward kernels of other
+backends through the same renderer (tests/backends/test_cmsis_nn_targets.py).
 
 :func:`render_cases` turns single-op cases (kernel call records + input values) into one
 freestanding C file: every tensor a static array (floats as exact hex literals), every
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,8 @@ TOOLS = {"arm": ("arm-none-eabi-gcc", "qemu-system-arm"), "hexagon": ("clang", "
 HEXAGON_BUILTINS = KERNELS_DIR.parent / "startup" / "hexagon" / "pe_builtins_hexagon.c"
 
 _CTYPES = {np.dtype(np.int8): "int8_t", np.dtype(np.uint8): "uint8_t",
-           np.dtype(np.int32): "int32_t", np.dtype(np.float32): "float"}
+           np.dtype(np.int16): "int16_t", np.dtype(np.int32): "int32_t",
+           np.dtype(np.float32): "float"}
 
 _ARM_ENTRY = r"""
 /* Minimal Cortex-M start-up: vector table, FPU on, main, semihosting output and exit. */
@@ -203,11 +205,11 @@ class _Case:
         self.index, self.call, self.values, self.written = index, call, values, written
 
 
-def _struct_init(s: Struct, arrays: list[str], prefix: str) -> str:
+def struct_init(s: Struct, arrays: list[str], prefix: str) -> str:
     parts = []
     for fname, ctype, v in s.items():
         if isinstance(v, Struct):
-            parts.append(_struct_init(v, arrays, f"{prefix}_{fname}"))
+            parts.append(struct_init(v, arrays, f"{prefix}_{fname}"))
         elif isinstance(v, ConstArray):
             name = f"{prefix}_{fname}"
             arrays.append(_array(name, np.asarray(v.values), True))
@@ -217,27 +219,51 @@ def _struct_init(s: Struct, arrays: list[str], prefix: str) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
-def render_cases(cases: Sequence[tuple[Graph, list]]) -> tuple[str, list[int]]:
-    """(C source, expected hash per case) for single-op training cases."""
+Record = Callable[[Graph, list], KernelCall]
+Expected = Callable[[Graph, list], dict[str, np.ndarray]]
+# (call, case index) -> (declarations, statements after the call, the values they print)
+Probe = Callable[[KernelCall, int], tuple[list[str], list[str], list[int]]]
+
+
+def training_record(graph: Graph, inputs: list) -> KernelCall:
+    return kernel_call(graph, graph.ops[0])
+
+
+def training_expected(graph: Graph, inputs: list) -> dict[str, np.ndarray]:
+    """The bytes a training kernel writes: its outputs, or for an update op every slot."""
+    op = graph.ops[0]
+    golden = build_train_kernel(graph, op).run(list(inputs))
+    vals = {n: c_array(graph.tensors[n].dtype, graph.tensors[n].shape, v)
+            for n, v in zip(op.inputs, inputs) if n}
+    if op.outputs:
+        return {n: c_array(graph.tensors[n].dtype, graph.tensors[n].shape, v)
+                for n, v in zip(op.outputs, golden)}
+    return {n: c_array(graph.tensors[n].dtype, graph.tensors[n].shape, golden.get(n, vals[n]))
+            for n in vals}
+
+
+def render_cases(cases: Sequence[tuple[Graph, list]], record: Record = training_record,
+                 expected: Expected = training_expected,
+                 headers: Sequence[str] = ("pe_train_kernels.h",), fill: int = 0,
+                 probe: Probe | None = None) -> tuple[str, list[int]]:
+    """(C source, expected printed values) for single-op cases (graph, input values):
+    ``record`` makes each case's call, ``expected`` the bytes it must write (by tensor), which
+    start as ``fill``; a call with scratch gets a ``pe_context`` over a static buffer of its
+    ``scratch_bytes``; ``probe`` may add statements that print more values per case."""
     decls: list[str] = []
     body: list[str] = []
-    expected: list[int] = []
+    printed: list[int] = []
     for i, (graph, inputs) in enumerate(cases):
         op = graph.ops[0]
-        call = kernel_call(graph, op)
-        golden = build_train_kernel(graph, op).run(list(inputs))
-        vals = {n: c_array(graph.tensors[n].dtype, graph.tensors[n].shape, v)
+        call = record(graph, inputs)
+        want = expected(graph, inputs)
+        vals = {n: c_array(graph.tensors[n].dtype, graph.tensors[n].shape
+                           if graph.tensors[n].dtype == "bit" else np.shape(v), v)
                 for n, v in zip(op.inputs, inputs) if n}
-        if op.outputs:
-            want = {n: c_array(graph.tensors[n].dtype, graph.tensors[n].shape, v)
-                    for n, v in zip(op.outputs, golden)}
-        else:
-            want = {n: c_array(graph.tensors[n].dtype, graph.tensors[n].shape,
-                               golden.get(n, vals[n])) for n in vals}
         tnames: dict[str, str] = {}
         for k, name in enumerate(dict.fromkeys(call.tensors())):
             t = graph.tensors[name]
-            arr = (np.zeros_like(want[name]) if name in op.outputs else vals.get(name))
+            arr = (np.full_like(want[name], fill) if name in op.outputs else vals.get(name))
             if arr is None:
                 arr = c_array(t.dtype, t.shape, t.data)
             cname = f"c{i}_t{k}"
@@ -246,12 +272,18 @@ def render_cases(cases: Sequence[tuple[Graph, list]]) -> tuple[str, list[int]]:
             tnames[name] = cname
         args = []
         for k, (arg_name, arg) in enumerate(call.args):
-            if isinstance(arg, ContextArg | NullArg):
+            if isinstance(arg, ContextArg) and call.scratch_bytes > 0:
+                decls.append(f"static uint8_t c{i}_scratch[{call.scratch_bytes}] "
+                             "__attribute__((aligned(8)));")
+                decls.append(f"static const pe_context c{i}_ctx = {{c{i}_scratch, "
+                             f"{call.scratch_bytes}}};")
+                args.append(f"&c{i}_ctx")
+            elif isinstance(arg, ContextArg | NullArg):
                 args.append("0")
             elif isinstance(arg, StructArg):
                 sname = f"c{i}_s{k}"
                 arrays: list[str] = []
-                init = _struct_init(arg.value, arrays, sname)
+                init = struct_init(arg.value, arrays, sname)
                 decls.extend(arrays)
                 decls.append(f"static const {arg.value.ctype} {sname} = {init};")
                 args.append(f"&{sname}")
@@ -273,11 +305,16 @@ def render_cases(cases: Sequence[tuple[Graph, list]]) -> tuple[str, list[int]]:
             arr = want[name]
             data += arr.tobytes() + b"\0" * ((max(arr.size, 1) * arr.itemsize) - arr.nbytes)
         body.append("    pe_put_hex(h);")
-        expected.append(fnv1a(data))
-    src = "\n".join(["#include <stdint.h>", '#include "pe_train_kernels.h"', "@ENTRY@", _COMMON,
-                     *decls,
-                     "int main(void)", "{", "    uint32_t h;", *body, "    return 0;", "}", ""])
-    return src, expected
+        printed.append(fnv1a(data))
+        if probe is not None:
+            more_decls, stmts, values = probe(call, i)
+            decls += more_decls
+            body += stmts
+            printed += values
+    src = "\n".join(["#include <stdint.h>", *[f'#include "{h}"' for h in headers], "@ENTRY@",
+                     _COMMON, *decls, "int main(void)", "{", "    uint32_t h;", *body,
+                     "    return 0;", "}", ""])
+    return src, printed
 
 
 def build_and_run(src: str, out: Path, target: str, sources: Sequence[Path],
