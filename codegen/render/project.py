@@ -179,6 +179,18 @@ def _device_manifest(board: Board, data: DeviceData, ctx: dict[str, Any]) -> dic
             "ops_binary": f"build-ops/{ctx['binary']}", "data": data.summary()}
 
 
+def _cost(lg: Any, call: KernelCall) -> dict[str, Any]:
+    """The chosen kernel's price and where it came from (measured | static), when the lowering
+    compared candidates."""
+    model = getattr(lg.lowering, "cost", None) if lg.lowering is not None else None
+    if model is None or not hasattr(model, "source"):
+        return {}
+    op = lg.graph.op_by_name(call.op)
+    price = model(op, call)
+    return {"instructions": None if price is None else round(price),
+            "cost_source": model.source(op, call)}
+
+
 def _manifest(lowered: Lowered, source: SourceInfo, prefix: str, ctx: dict[str, Any],
               files: list[str]) -> dict[str, Any]:
     infer, train = lowered.infer, lowered.train
@@ -201,8 +213,8 @@ def _manifest(lowered: Lowered, source: SourceInfo, prefix: str, ctx: dict[str, 
             "lower_bound_bytes": train.plan.lower_bound_bytes,
             "steps": len(train.calls),
             "ops": [{"op": c.op, "kernel": c.kernel, "backend": c.backend,
-                     "scratch_bytes": c.scratch_bytes, "phase": op_phase(ops[c.op])}
-                    for c in train.calls],
+                     "scratch_bytes": c.scratch_bytes, "phase": op_phase(ops[c.op]),
+                     **_cost(train, c)} for c in train.calls],
         }
     return {
         "generator": "pockengine", "version": __version__, "prefix": prefix,
@@ -230,7 +242,7 @@ def _manifest(lowered: Lowered, source: SourceInfo, prefix: str, ctx: dict[str, 
         "training": training,
         "kernels": ctx["kernels"],
         "ops": [{"op": c.op, "kernel": c.kernel, "backend": c.backend,
-                 "scratch_bytes": c.scratch_bytes} for c in infer.calls],
+                 "scratch_bytes": c.scratch_bytes, **_cost(infer, c)} for c in infer.calls],
         "binary": f"build/{ctx['binary']}",
         "files": files,
     }
