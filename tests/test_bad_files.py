@@ -279,7 +279,7 @@ def test_makefile_values_are_quoted(tmp_path, model):
     -n (which expands every recipe) runs no shell command of it."""
     from codegen.board import load_board
     from codegen.pipeline import load as load_source
-    from codegen.pipeline import lower, plan, render
+    from codegen.pipeline import plan_lowered, render
     from codegen.render import Lowered
     from codegen.render.output import write_project
 
@@ -289,7 +289,7 @@ def test_makefile_values_are_quoted(tmp_path, model):
     board = dataclasses.replace(load_board("mps2-an386"),
                                 cflags=load_board("mps2-an386").cflags + tuple(evil))
     src = load_source(model)
-    low = Lowered(lower(src.graph, plan(src.graph)), None, "ref")
+    low = Lowered(plan_lowered(src.graph, backend="ref"), None, "ref")
     proj = write_project(render(low, src, board=board), tmp_path / "fw")
     make = (proj.dir / "Makefile").read_text()
     r = subprocess.run(["make", "-n", "-C", str(proj.dir), "CC=echo"], capture_output=True,
