@@ -192,6 +192,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .memplan import plot_plan
     from .pipeline import (
         check_device_budget,
+        beside_training,
         check_pins,
         kernel_costs,
         plan_lowered,
@@ -214,6 +215,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         pins = dict(spec.kernels or {})
         tg = training_graph(graph, spec)
         check_pins(pins, graph, tg)
+        infer = plan_lowered(beside_training(graph, tg), board, args.backend, cost=cost)
         train = target = plan_lowered(tg, board, args.backend, pins, cost)
         unordered = plan_lowered(build_training_graph(graph, spec, reorder=False), board,
                                  args.backend, pins, cost).plan

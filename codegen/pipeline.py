@@ -97,6 +97,19 @@ def training_graph(graph: Graph, spec: Any) -> Graph | None:
     return build_training_graph(graph, resolve_spec(spec))
 
 
+def beside_training(graph: Graph, tg: Graph | None) -> Graph:
+    """The inference graph of a project that also trains (``tg``): a copy that knows which of
+    its tensors the training step changes, so that no backend bakes them into flash (packed
+    weights, kernel sums); ``graph`` itself without training."""
+    if tg is None:
+        return graph
+    from .backends.params import MUTABLE, mutable_tensors
+
+    g = graph.copy()
+    g.metadata[MUTABLE] = sorted(mutable_tensors(tg) & set(graph.tensors))
+    return g
+
+
 def lower(graph: Graph, board: Any = None, backend: str = "auto",
           pins: Mapping[str, str] | None = None, cost: Any = None) -> Lowering:
     """Stage 4: one kernel call record per op, along the board's chain of backends
@@ -205,7 +218,7 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     check_pins(pins, source.graph, tg)
     chain = chain_for(b, backend)
     cost = kernel_costs(source.graph, b, chain, measure=measure)
-    infer = plan_lowered(source.graph, b, backend, pins, cost)
+    infer = plan_lowered(beside_training(source.graph, tg), b, backend, pins, cost)
     train = plan_lowered(tg, b, backend, pins, cost) if tg is not None else None
     dev_data = None
     if device:
@@ -271,8 +284,8 @@ def check_device_budget(board: Any, infer: LoweredGraph, train: LoweredGraph | N
 
 def kernel_costs(graph: Graph, board: Any, chain: Any, *, measure: bool = True) -> Any:
     """The cost model lowering chooses by: None for a one-backend chain; else measured counts
-    (from the cache, measured now on the board's emulator when ``measure`` and some are
-    missing) over the static model."""
+    (from the cache, measured now on the board's emulator when ``measure`` and the static model
+    cannot decide some op, see ``cost.CLOSE``) over the static model."""
     from .backends import lower_graph
     from .backends.cost import CostModel, call_key, load_cache
 
@@ -283,7 +296,8 @@ def kernel_costs(graph: Graph, board: Any, chain: Any, *, measure: bool = True) 
     if not measure or board is None or board.arch == "host":
         return model
     lowering = lower_graph(graph, chain.backends, target=chain.target)
-    missing = [c for ch in lowering.choices.values() if len(ch.candidates) > 1
+    missing = [c for name, ch in lowering.choices.items() if len(ch.candidates) > 1
+               and not model.decided(graph.op_by_name(name), list(ch.candidates))
                for c in ch.candidates if call_key(c, chain.target) not in cached]
     if missing:
         model.measured = {**cached, **measure_kernel_costs(graph, board, chain)}

@@ -1,7 +1,8 @@
 """Board benchmark: per model x board x backend, the firmware's memory and instructions.
 
 For every model (with its trainable set), every emulated board and every backend that builds
-for it (ref everywhere; cmsis-nn on cores with DSP or MVE, where CMSIS-NN is checked out), the
+for it (ref everywhere; arm, and cmsis-nn where CMSIS-NN is checked out, on cores with DSP or
+MVE; auto: the board's default chain, each op on its cheapest candidate), the
 training firmware is compiled with a few random samples embedded, built with the board's
 toolchain and run on its emulator. Reported: flash, SRAM (arena + parameters + stack reserved;
 stack used), the instructions of one training step by phase (forward, loss, backward, update)
@@ -10,7 +11,7 @@ and on mps2-an386 the ratio to TFLM + CMSIS-NN (:data:`TFLM_CMSIS_NN`). A config
 does not fit the board's budget says by how much.
 
     python -m tests.benchmark_boards [--models digits,kws,vww,ic,ad] [--boards B1,B2]
-                                     [--backends ref,cmsis-nn] [--steps 2] [--json]
+                                     [--backends ref,arm,cmsis-nn,auto] [--steps 2] [--json]
 
 Models: the bundled digits CNN and, where ../shared/models has them, the MLPerf Tiny models.
 Boards: every QEMU and Hexagon board whose toolchain and emulator are installed.
@@ -56,7 +57,7 @@ CASES = {
 }
 BOARDS = ("mps2-an385", "mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547",
           "netduinoplus2", "hexagon-v66", "hexagon-v67")
-BACKENDS = ("ref", "cmsis-nn")
+BACKENDS = ("ref", "arm", "cmsis-nn")
 # Instructions per inference of TFLM built with its pinned CMSIS-NN (-O2) for mps2-an386 under
 # QEMU, counted the same way (a TCG plugin): issue 10 of the project's tracker.
 TFLM_CMSIS_NN = {"board": "mps2-an386", "source": "issue 10 (TFLM + its pinned CMSIS-NN, -O2, "
@@ -83,6 +84,8 @@ def random_data(graph, loss: str, n: int, seed: int = 0) -> dict[str, np.ndarray
 
 def applies(backend: str, board) -> bool:
     """Whether ``backend`` has kernels for this kind of core (availability aside)."""
+    if backend == "auto":
+        return True
     b = get_backend(backend)
     features = set(board.features or ())
     return board.arch in b.archs and (not b.needs or bool(features & set(b.needs)))
@@ -101,7 +104,7 @@ def measure(case: Case, board_name: str, steps: int, work: Path, graph_cache: di
     for ok, why in (toolchain_available(board), emulator_available(board)):
         if not ok:
             return row | {"skipped": why}
-    why = get_backend(backend).unavailable(board)
+    why = None if backend == "auto" else get_backend(backend).unavailable(board)
     if why is not None:
         return row | {"skipped": why}
     path = model_path(case)
@@ -217,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     models = selected(ap, args.models, CASES, "model")
-    backends = tuple(selected(ap, args.backends, BACKEND_TABLE, "backend"))
+    backends = tuple(selected(ap, args.backends, [*BACKEND_TABLE, "auto"], "backend"))
     rows = run(models, [b for b in args.boards.split(",") if b], args.steps, log=log,
                backends=backends)
     return report(rows, args.json, format_table)

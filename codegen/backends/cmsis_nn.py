@@ -44,11 +44,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..golden import numerics as nx
-from ..golden.training import trainable_parameters
 from ..ir import Graph, Op
 from .base import Backend, Builder, Target, ThirdParty
 from .kernel_call import ArrayArg, ConstArray, KernelCall, NullArg
-from .params import OpArgs, int32_array
+from .params import OpArgs, int32_array, mutable_tensors
 from .ref_args import forward_call
 
 CMSIS_NN_SOURCES = ThirdParty(
@@ -268,15 +267,6 @@ def avgpool_buffer_size(core_: str, out_w: int, channels: int) -> int:
 def _int8_op(view: OpArgs, n_inputs: int = 1) -> bool:
     ins = [view.input(i) for i in range(n_inputs)]
     return all(t is not None and t.dtype == "int8" for t in ins) and view.out().dtype == "int8"
-
-
-def mutable_tensors(graph: Graph) -> frozenset[str]:
-    """Tensors a training graph changes at run time (its trainable parameters and whatever an
-    update op writes): nothing computed from them can be baked into flash."""
-    names = set(trainable_parameters(graph))
-    for op in graph.ops:
-        names.update(n for n in op.attrs.get("updates", ()) or () if n)
-    return frozenset(names)
 
 
 def mve_1xn_exact(g: ConvGeometry) -> bool:

@@ -8,7 +8,10 @@ Measured counts live in a JSON cache in the user's cache directory
 ``kernel_costs.json``: {key: instructions per call}. ``pipeline.measure_kernel_costs`` fills it
 from one profiling build per candidate set (every op on one backend where it can run there).
 
-Without a measurement (no emulator, ``--no-measure``) the static model prices a call as
+Measuring is for choices the static model cannot make: an op is measured when some candidate
+has no static price or when the two cheapest static prices are within a factor of
+:data:`CLOSE` (arm against CMSIS-NN, say); arm's kernels against ref's, five times apart, are
+not. Without a measurement (no emulator, ``--no-measure``) the static model prices a call as
 ``per_mac * MACs + per_element * output elements + per_call`` with factors per (backend, kernel
 family, core class) shipped below and refreshed from measurements (``python -m
 tests.benchmark_costs`` fits and prints them). Unknown families are not priced (the
@@ -30,6 +33,7 @@ from .base import Target
 from .kernel_call import ArrayArg, ContextArg, KernelCall, ScalarArg, Struct, StructArg
 
 CACHE_FILE = "kernel_costs.json"
+CLOSE = 1.5            # static prices nearer than this factor: measure to choose
 
 # core class of a target: what the inner loops can use
 def core_class(target: Target) -> str:
@@ -51,6 +55,16 @@ def core_class(target: Target) -> str:
 # calls; dsp: mps2-an386, m3: mps2-an385). A candidate the model cannot price leaves the
 # choice to the chain order.
 STATIC_FACTORS: dict[tuple[str, str, str], tuple[float, float, float]] = {
+    ("arm", "add", "dsp"): (0.0, 17.14, 0.0),
+    ("arm", "conv2d", "dsp"): (1.23, 38.27, 0.0),
+    ("arm", "depthwise_conv2d", "dsp"): (3.29, 0.37, 54531.53),
+    ("arm", "fully_connected", "dsp"): (1.33, 21.21, 390.76),
+    ("cmsis-nn", "add", "dsp"): (0.0, 80.85, 3892.5),
+    ("cmsis-nn", "avg_pool2d", "dsp"): (0.0, 0.0, 45695.33),
+    ("cmsis-nn", "conv2d", "dsp"): (1.88, 57.69, 0.0),
+    ("cmsis-nn", "depthwise_conv2d", "dsp"): (8.55, 0.95, 0.0),
+    ("cmsis-nn", "fully_connected", "dsp"): (1.88, 49.99, 196.34),
+    ("cmsis-nn", "softmax", "dsp"): (0.0, 235.39, 1112.19),
     ("ref", "add", "dsp"): (0.0, 119.36, 37285.5),
     ("ref", "avg_pool2d", "dsp"): (0.0, 0.0, 53161.0),
     ("ref", "conv2d", "dsp"): (6.24, 208.48, 16274.06),
@@ -69,7 +83,10 @@ STATIC_FACTORS: dict[tuple[str, str, str], tuple[float, float, float]] = {
 
 
 def kernel_family(call: KernelCall) -> str:
-    name = call.kernel.removeprefix("pe_")
+    from .arm import BODIES
+
+    name = {body: ool for ool, body in BODIES.items()}.get(call.kernel, call.kernel)
+    name = name.removeprefix("pe_")
     for suffix in ("_cmsis", "_arm", "_hvx", "_per_channel"):
         name = name.removesuffix(suffix)
     for dtype in ("_s8_s16", "_s8", "_f32"):
@@ -157,6 +174,14 @@ class CostModel:
         macs = op_macs(self.graph, op) if op.outputs else 0
         elements = self.graph.tensors[op.outputs[0]].size if op.outputs else 0
         return f[0] * macs + f[1] * elements + f[2]
+
+    def decided(self, op: Op, calls: list[KernelCall]) -> bool:
+        """Whether the static model alone can choose among ``calls`` (see CLOSE)."""
+        prices = [self.static(op, c) for c in calls]
+        if any(p is None for p in prices):
+            return False
+        ranked = sorted(float(p) for p in prices if p is not None)
+        return len(ranked) < 2 or ranked[1] >= CLOSE * ranked[0]
 
     def source(self, op: Op, call: KernelCall) -> str:
         if call_key(call, self.target) in self.measured:

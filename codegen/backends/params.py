@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import ModelError
 from ..golden import numerics as nx
 from ..golden.kernels.conv import FC_PER_TENSOR_FLOAT32_PRODUCT
-from ..ir import OpView, Tensor
+from ..ir import Graph, OpView, Tensor
 from .kernel_call import C_TYPES, Arg, ConstArray, KernelCall, NullArg, Struct, TensorArg
 
 ADD_LEFT_SHIFT = 20                   # TFLM int8 ADD
@@ -239,3 +239,20 @@ def collapse_padding(shape: Sequence[int], pads: Sequence[tuple[int, int]]
     return (1,) * (4 - len(s)) + tuple(s), ((0, 0),) * (4 - len(p)) + tuple(p)
 
 
+
+
+MUTABLE = "mutable_tensors"      # metadata of an inference graph compiled beside training
+
+
+def mutable_tensors(graph: Graph) -> frozenset[str]:
+    """Tensors a training graph changes at run time (its trainable parameters and whatever an
+    update op writes), and for an inference graph compiled beside a training graph the ones
+    that graph changes (``metadata["mutable_tensors"]``, see ``pipeline.beside_training``):
+    nothing computed from them can be baked into flash."""
+    from ..golden.training import trainable_parameters
+
+    names = set(graph.metadata.get(MUTABLE, ()))
+    names.update(trainable_parameters(graph))
+    for op in graph.ops:
+        names.update(n for n in op.attrs.get("updates", ()) or () if n)
+    return frozenset(names)

@@ -1,10 +1,12 @@
 """The backends pockengine has, and the chain a board gets.
 
 Chains come from board data: a board's ``features`` choose its default chain (``dsp`` or ``mve``
--> cmsis-nn, ref; ``hvx`` -> hvx, ref; none -> ref), its ``defaults.backend`` overrides that, and
-``--backend NAME`` overrides both (NAME first, ref after it for the ops NAME does not take).
-``auto`` drops a default backend that cannot build here (CMSIS-NN not checked out) and says so in
-the chain's notes; an explicit ``--backend`` that cannot is a one-line error naming the board.
+-> arm, cmsis-nn, ref; ``hvx`` -> hvx, ref; none -> ref), its ``defaults.backend`` overrides
+that, and ``--backend NAME`` overrides both (NAME first, ref after it for the ops NAME does not
+take). Where several backends of a chain take an op, lowering picks the cheapest (measured or
+static cost, see ``cost``). ``auto`` drops a default backend that cannot build here (CMSIS-NN
+not checked out) and says so in the chain's notes; an explicit ``--backend`` that cannot is a
+one-line error naming the board.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from ..errors import PockError
 from ..ir import Graph, Op
+from .arm import ARM
 from .base import Backend, Target
 from .cmsis_nn import CMSIS_NN
 from .kernel_call import KernelCall
@@ -31,10 +34,10 @@ REF = Backend(
     kernel_dir="ref",
 )
 
-BACKENDS: dict[str, Backend] = {b.name: b for b in (CMSIS_NN, REF)}
+BACKENDS: dict[str, Backend] = {b.name: b for b in (ARM, CMSIS_NN, REF)}
 CHOICES = ("auto", *BACKENDS)
-# board feature -> the backend its default chain puts first
-_FEATURE_BACKENDS = (("mve", "cmsis-nn"), ("dsp", "cmsis-nn"), ("hvx", "hvx"))
+# board feature -> the backends its default chain puts before ref
+_FEATURE_CHAINS = (("mve", ("arm", "cmsis-nn")), ("dsp", ("arm", "cmsis-nn")), ("hvx", ("hvx",)))
 
 
 @dataclass(frozen=True)
@@ -58,16 +61,21 @@ def get_backend(name: str) -> Backend:
     return b
 
 
-def default_backend(board: Any) -> str:
-    """The backend a board's default chain puts first."""
+def default_chain(board: Any) -> tuple[str, ...]:
+    """The backends a board's default chain puts before ref."""
     defaults: Mapping[str, str] = getattr(board, "defaults", None) or {}
     if defaults.get("backend"):
-        return defaults["backend"]
+        return () if defaults["backend"] == "ref" else (defaults["backend"],)
     features = set(getattr(board, "features", ()) or ())
-    for feature, backend in _FEATURE_BACKENDS:
+    for feature, chain in _FEATURE_CHAINS:
         if feature in features:
-            return backend
-    return "ref"
+            return chain
+    return ()
+
+
+def default_backend(board: Any) -> str:
+    """The backend a board's default chain puts first."""
+    return (default_chain(board) or ("ref",))[0]
 
 
 def chain_for(board: Any = None, backend: str = "auto") -> Chain:
@@ -76,19 +84,20 @@ def chain_for(board: Any = None, backend: str = "auto") -> Chain:
     if backend not in CHOICES:
         raise PockError(f"unknown backend {backend!r} for board {board_name} (choose from "
                         f"{', '.join(CHOICES)})")
-    first = default_backend(board) if backend == "auto" else backend
+    wanted = default_chain(board) if backend == "auto" else \
+        (() if backend == "ref" else (backend,))
     notes: list[str] = []
     chain: list[Backend] = []
-    if first != "ref":
-        b = BACKENDS.get(first)
-        reason = (f"backend {first} does not exist in this version" if b is None
+    for name in wanted:
+        b = BACKENDS.get(name)
+        reason = (f"backend {name} does not exist in this version" if b is None
                   else b.unavailable(board))
         if reason is None:
             chain.append(b)
         elif backend != "auto":
-            raise PockError(f"--backend {first} on board {board_name}: {reason}")
+            raise PockError(f"--backend {name} on board {board_name}: {reason}")
         else:
-            notes.append(f"board {board_name}: {reason}; using ref")
+            notes.append(f"board {board_name}: {reason}; left out of the chain")
     chain.append(REF)
     return Chain(tuple(chain), backend, tuple(notes), Target.of(board))
 

@@ -28,18 +28,25 @@ class CSourceIndex:
     def __init__(self, root: Path):
         self.root = Path(root)
         self.defined_in: dict[str, Path] = {}
+        self.inline_in: dict[str, Path] = {}
         self.uses: dict[Path, frozenset[str]] = {}
-        for path in sorted(self.root.rglob("*.c")):
+        for path in sorted(self.root.rglob("*.[ch]")):
             code = _COMMENTS.sub(" ", path.read_text(encoding="utf-8", errors="replace"))
             names = set()
+            where = self.defined_in if path.suffix == ".c" else self.inline_in
             for m in _DEFINITION.finditer(code):
                 names.add(m.group(1))
-                self.defined_in.setdefault(m.group(1), path)
+                where.setdefault(m.group(1), path)
             self.uses[path] = frozenset(_IDENT.findall(code)) - names
 
     def closure(self, symbols: Iterable[str]) -> list[Path]:
         """The files that define ``symbols`` and, transitively, what they call (sorted)."""
+        symbols = list(symbols)
         todo = [self.defined_in[s] for s in symbols if s in self.defined_in]
+        for s in symbols:
+            if s in self.inline_in:
+                uses = self.uses[self.inline_in[s]]
+                todo.extend(self.defined_in[u] for u in uses if u in self.defined_in)
         seen: set[Path] = set()
         while todo:
             path = todo.pop()
@@ -50,7 +57,7 @@ class CSourceIndex:
         return sorted(seen)
 
     def missing(self, symbols: Iterable[str]) -> list[str]:
-        return [s for s in symbols if s not in self.defined_in]
+        return [s for s in symbols if s not in self.defined_in and s not in self.inline_in]
 
 
 @lru_cache(maxsize=8)

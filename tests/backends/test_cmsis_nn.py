@@ -273,15 +273,16 @@ def test_records_match_the_wrapper_prototypes():
 
 def test_auto_chain_lowers_forward_ops_to_cmsis_nn(monkeypatch, tmp_path, digits_graph):
     """With a checkout (here: a stand-in that only has the marker file), a DSP board's auto
-    chain is cmsis-nn, ref: a training graph's forward int8 ops take CMSIS-NN kernels, its
-    backward and update ops the ref kernels."""
+    chain is arm, cmsis-nn, ref, and --backend cmsis-nn's is cmsis-nn, ref: a training graph's
+    forward int8 ops take CMSIS-NN kernels, its backward and update ops the ref kernels."""
     from codegen import pipeline
 
     (tmp_path / "Include").mkdir()
     (tmp_path / "Include" / "arm_nnfunctions.h").write_text("")
     monkeypatch.setenv("POCKENGINE_CMSIS_NN", str(tmp_path))
     for board in ("mps2-an386", "mps3-an547"):
-        chain = chain_for(load_board(board))
+        assert chain_for(load_board(board)).names == ("arm", "cmsis-nn", "ref")
+        chain = chain_for(load_board(board), "cmsis-nn")
         assert chain.names == ("cmsis-nn", "ref")
         tg = pipeline.training_graph(digits_graph, "bias:all+weight:last2")
         low = lower_graph(tg, chain.backends, target=chain.target)

@@ -115,7 +115,9 @@ def test_chains_come_from_board_data(monkeypatch):
     assert chain_for(None).names == ("ref",)
     assert chain_for(load_board("mps2-an385")).names == ("ref",)          # Cortex-M3: no DSP
     auto = chain_for(load_board("mps2-an386"))                            # DSP, no CMSIS-NN
-    assert auto.names == ("ref",) and "CMSIS-NN sources not found" in auto.notes[0]
+    assert auto.names == ("arm", "ref") and "CMSIS-NN sources not found" in auto.notes[0]
+    assert chain_for(load_board("mps2-an386"), "arm").names == ("arm", "ref")
+    assert chain_for(load_board("hexagon-v67")).names == ("ref",)        # no hvx backend yet
     assert chain_for(load_board("mps2-an386"), "ref").names == ("ref",)
     with pytest.raises(PockError) as e:
         chain_for(load_board("mps2-an386"), "cmsis-nn")

@@ -40,7 +40,24 @@ def cmsis_lib(build_root: Path, ref_lib: RefKernels) -> RefKernels:
     return RefKernels(build_library("gcc", out, flags, objs), record=cmsis_or_ref)
 
 
+@pytest.fixture(scope="session")
+def arm_library(build_root: Path, ref_lib: RefKernels) -> Path:
+    """The ref kernels and the arm backend's (out-of-line kernels and exported bodies, its
+    portable C paths: the host has no DSP extension), gcc -O2 with UBSan."""
+    from tests.backends.arm_helpers import host_objects
+
+    out = build_root / "gcc_arm"
+    out.mkdir()
+    flags = ["-O2", *sanitizer_flags("gcc", "undefined", out)]
+    return build_library("gcc", out, flags, host_objects(out, flags))
+
+
 @pytest.fixture
 def kernels(request: pytest.FixtureRequest, backend: str) -> RefKernels:
-    """The library of the test's ``backend`` parameter (ref, or cmsis-nn before ref)."""
+    """The library of the test's ``backend`` parameter: ref, cmsis-nn before ref, or one form
+    of the arm records (arm, arm-plain, arm-ool) before ref."""
+    if backend.startswith("arm"):
+        from tests.backends.arm_helpers import arm_or_ref
+
+        return RefKernels(request.getfixturevalue("arm_library"), record=arm_or_ref(backend))
     return request.getfixturevalue("ref_lib" if backend == "ref" else "cmsis_lib")

@@ -27,7 +27,8 @@ from codegen.errors import ModelError
 from codegen.frontend import load_model
 from codegen.golden import numerics as nx
 from codegen.ir import Graph, QuantParams, Role, Tensor
-from tests.backends import cmsis_cases
+from tests.backends import arm_cases, cmsis_cases
+from tests.backends.arm_helpers import FORMS, arm_record
 from tests.backends.cmsis_helpers import cmsis_record
 from tests.frontend.single_op import single_op_graph
 
@@ -60,7 +61,8 @@ def _model_path(name: str) -> Path:
 
 # -- per-op random cases -------------------------------------------------------------------------
 BACKEND_OPS = ([("ref", op) for op in sorted(CASES)]
-               + [("cmsis-nn", op) for op in sorted(cmsis_cases.OPS)])
+               + [("cmsis-nn", op) for op in sorted(cmsis_cases.OPS)]
+               + [(form, op) for form in FORMS for op in sorted(arm_cases.OPS)])
 # the CMSIS-NN kernels the host's cases must reach (plain C paths: no Helium depthwise-as-conv)
 CMSIS_HOST_PATHS = {
     "conv2d": {"conv-1x1_fast", "conv-1x1", "conv-1xn", "conv-im2col"},
@@ -70,24 +72,45 @@ CMSIS_HOST_PATHS = {
 }
 
 
+# the arm paths the host's cases must reach (the same C as on the cores, portable intrinsics)
+ARM_HOST_PATHS = {
+    "conv2d": {"conv-c4", "conv-c-any-tail", "conv-c4-odd-pixels", "conv-c4-odd-c",
+               "conv-c-any-tail-odd-pixels-odd-c"},
+    "depthwise_conv2d": {"dw-3x3-s1", "dw-3x3-s2", "dw-generic"},
+    "fully_connected": {"fc-quads", "fc-quads-rest-tail", "fc-rest-tail"},
+    "add": {"add-rq"},
+}
+
+
 def _backend_cases(backend: str, op_type: str):
     if backend == "ref":
         return ((g, f, None) for g, f in iter_cases(op_type, N_CASES))
+    if backend in FORMS:
+        return arm_cases.iter_cases(op_type, N_CASES)
     return cmsis_cases.iter_cases(op_type, N_CASES)
+
+
+def _record_and_path(backend: str, graph, batch):
+    if backend in FORMS:
+        rec = arm_record(graph, graph.ops[0], batch, form=backend)
+        return rec, (arm_cases.path(graph, batch) if rec is not None else None)
+    rec = cmsis_record(graph, graph.ops[0], batch)
+    return rec, (cmsis_cases.path(graph, batch, Target()) if rec is not None else None)
 
 
 @pytest.mark.parametrize(("backend", "op_type"), BACKEND_OPS,
                          ids=[f"{b}-{op}" for b, op in BACKEND_OPS])
 def test_op_matches_golden(kernels: RefKernels, backend: str, op_type: str) -> None:
-    """Every case the backend accepts equals the golden model; CMSIS-NN declines a minority
-    (ref takes those) and reaches each of its kernels."""
+    """Every case the backend accepts equals the golden model; CMSIS-NN and arm decline a
+    minority (ref takes those) and reach each of their kernel paths."""
     bad_cases, values, first, declined, paths = 0, 0, None, 0, set()
     for i, (graph, feeds, batch) in enumerate(_backend_cases(backend, op_type)):
         if batch is not None:
-            if cmsis_record(graph, graph.ops[0], batch) is None:
+            rec, where = _record_and_path(backend, graph, batch)
+            if rec is None:
                 declined += 1
                 continue
-            paths.add(cmsis_cases.path(graph, batch, Target()))
+            paths.add(where)
         bad, n = check_case(kernels, graph, feeds)
         values += n
         if bad:
@@ -98,7 +121,8 @@ def test_op_matches_golden(kernels: RefKernels, backend: str, op_type: str) -> N
                             f"differ from the golden model ({values} values compared); "
                             f"first: {first}")
     assert declined < N_CASES // 2, f"{backend} declined {declined} of {N_CASES} {op_type}"
-    assert CMSIS_HOST_PATHS.get(op_type, set()) <= paths or backend == "ref", paths
+    want = ARM_HOST_PATHS if backend in FORMS else CMSIS_HOST_PATHS
+    assert want.get(op_type, set()) <= paths or backend == "ref", want.get(op_type, set()) - paths
 
 
 def test_cases_cover_the_parameter_space() -> None:
@@ -150,7 +174,7 @@ def test_quantize_edge_values(ref_lib: RefKernels) -> None:
 
 
 # -- whole models --------------------------------------------------------------------------------
-@pytest.mark.parametrize("backend", ["ref", "cmsis-nn"])
+@pytest.mark.parametrize("backend", ["ref", "cmsis-nn", *FORMS])
 @pytest.mark.parametrize("name", INT8_MODELS)
 def test_model_op_by_op_matches_golden(kernels: RefKernels, name: str, backend: str) -> None:
     graph = load_model(_model_path(name))

@@ -1,0 +1,291 @@
+"""The arm backend: pockengine's own int8 kernels for Cortex-M cores with the DSP extension.
+
+The kernels (``runtime_c/kernels/arm``, prototypes in ``pe_arm_kernels.h``) are C with ACLE
+intrinsics (SMLAD on pairs of int16, SXTB16 to widen int8) that compiles to exact portable
+code on cores without DSP, which is how the host tests them. Each builder starts from the op's
+ref record (the same offsets, clamps, dims and multipliers, from ``params``) and adds what
+can be computed at compile time:
+
+- ``rq``: per output channel the three words of ``pe_arm.h``'s one-rounding requantization
+  (:func:`requant_words`), for channels whose right shift is at least 2 and multiplier above
+  2^30 (every layer of the MLPerf Tiny models); anything else declines to the next backend;
+- ``tables`` (add): the 2 x 256 rescaled input values TFLM computes per element.
+
+Two forms of each record: the *body* call (the default), ``pe_arm_<op>_s8(...)`` with every
+shape, offset and clamp as a literal argument, which a generated model inlines (the bodies are
+``static inline`` in ``runtime_c/kernels/arm/pe_arm_*.h``) so that each layer gets code
+specialised for its shapes; and the *out-of-line* call ``pe_<op>_s8_arm(...)`` with the ref
+kernel's structs (:func:`out_of_line`), the same body compiled once with run-time shapes, for
+layers whose specialised code would not fit.
+
+What each kernel takes (others decline):
+
+- conv2d: one group, any kernel size, stride, padding, dilation; scratch two int16 columns;
+- depthwise_conv2d: depth multiplier 1, dilation 1, k_h * ceil(k_w / 2) <= 64; scratch one
+  padded int16 plane; may write its output over its input (it reads a whole channel before
+  writing it, and writes no other channel);
+- fully_connected: symmetric weights (filter offset 0), per tensor or per channel;
+- add: equal shapes (no broadcast).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..golden import numerics as nx
+from ..ir import Graph, Op
+from .base import Backend, Builder, Target
+from .kernel_call import Arg, ArrayArg, ConstArray, KernelCall, NullArg, ScalarArg, StructArg
+from .params import OpArgs, int32_array, mutable_tensors
+from .ref_args import forward_call
+
+SUFFIX = "_arm"
+RQ_WORDS = 3
+DW_MAX_PAIRS = 64                   # PE_ARM_DW_MAX_PAIRS in pe_arm_kernels.h
+
+
+def requant_words(multiplier: np.ndarray, shift: np.ndarray) -> np.ndarray | None:
+    """pe_arm.h's constants {2^(e-2), m, e-1} per channel (e = -shift), or None when some
+    channel is outside the one-rounding form's range (e >= 2, m > 2^30; or m = 0, whose
+    results are all 0)."""
+    m = np.asarray(multiplier, dtype=np.int64).reshape(-1)
+    e = -np.asarray(shift, dtype=np.int64).reshape(-1)
+    zero = m == 0                       # a dead channel (scale 0): every result is 0, which
+    e = np.where(zero, 2, e)            # the constants of e = 2 give with m = 0
+    if m.size == 0 or np.any(e < 2) or np.any(e > 31) or np.any((m <= 1 << 30) & ~zero) or \
+            np.any(m >= 1 << 31):
+        return None
+    return np.stack([np.left_shift(np.int64(1), e - 2), m, e - 1], axis=1).reshape(-1)
+
+
+def _rq_arg(ref: KernelCall, n_out: int) -> ArrayArg | None:
+    quant = ref.arg("quant").value.values
+    m, s = quant["multiplier"], quant["shift"]
+    m = m.values if isinstance(m, ConstArray) else np.array([m])
+    s = s.values if isinstance(s, ConstArray) else np.array([s])
+    words = requant_words(np.broadcast_to(m, (n_out,)), np.broadcast_to(s, (n_out,)))
+    return None if words is None else ArrayArg(int32_array("rq", words))
+
+
+def _int8(view: OpArgs, n_inputs: int) -> bool:
+    ins = [view.input(i) for i in range(n_inputs)]
+    return all(t is not None and t.dtype == "int8" for t in ins) and view.out().dtype == "int8"
+
+
+def _insert_after(args: tuple, name: str, new: tuple) -> tuple:
+    at = next(i for i, (n, _) in enumerate(args) if n == name) + 1
+    return args[:at] + (new,) + args[at:]
+
+
+# -- the two forms of a record --------------------------------------------------------------------
+BODIES = {"pe_conv2d_s8_arm": "pe_arm_conv_s8", "pe_depthwise_conv2d_s8_arm": "pe_arm_dw_s8",
+          "pe_fully_connected_s8_arm": "pe_arm_fc_s8", "pe_add_s8_arm": "pe_arm_add_s8"}
+
+
+def _i32(*values: int) -> list[tuple[str, Arg]]:
+    return [(f"k{i}", ScalarArg("int32_t", int(v))) for i, v in enumerate(values)]
+
+
+def pack_rows(weight: np.ndarray, block: int) -> np.ndarray:
+    """Rows of ``weight`` (out, k) in the order the packed loops read (pe_arm.h): rows padded
+    with zeros to a multiple of four; each block of ``block`` rows interleaved per group of four
+    values; the rows after the last whole block one after another."""
+    w = np.asarray(weight, dtype=np.int8).reshape(weight.shape[0], -1)
+    rows, k = w.shape
+    groups = -(-k // 4)
+    padded = np.zeros((rows, groups * 4), np.int8)
+    padded[:, :k] = w
+    whole = rows - rows % block
+    head = padded[:whole].reshape(whole // block, block, groups, 4).transpose(0, 2, 1, 3)
+    return np.concatenate([head.reshape(-1), padded[whole:].reshape(-1)])
+
+
+def body_call(call: KernelCall, graph: Graph | None = None) -> KernelCall:
+    """The specialised form of an out-of-line arm record: the kernel's body with its shapes,
+    offsets and clamps as literal int32 arguments (see the module docstring). A conv or FC
+    whose weights ``graph`` does not change at run time reads a packed copy (flash)."""
+    def s(name: str) -> dict:
+        return call.arg(name).value.values
+
+    kernel = BODIES[call.kernel]
+    if kernel == "pe_arm_add_s8":
+        p = s("params")
+        args = [("tables", call.arg("tables")), ("rq", call.arg("rq")),
+                ("input1", call.arg("input1")), ("input2", call.arg("input2")),
+                ("output", call.arg("output")), ("size", call.arg("size")),
+                *_i32(p["output_multiplier"], p["output_shift"], p["output_offset"],
+                      p["activation"].values["min"], p["activation"].values["max"])]
+        return replace(call, kernel=kernel, args=tuple(args))
+    p, i, o = s("params"), s("input_dims"), s("output_dims")
+    act = p["activation"].values
+    head = [("ctx", call.arg("ctx")), ("input", call.arg("input")),
+            ("filter", call.arg("filter"))]
+    if kernel in ("pe_arm_conv_s8", "pe_arm_fc_s8"):
+        w = graph.tensors[call.arg("filter").tensor] if graph is not None else None
+        packed = w is not None and w.data is not None and w.name not in mutable_tensors(graph)
+        if packed:
+            assert w is not None
+            head[-1] = ("filter", ArrayArg(ConstArray("filter", "int8_t", pack_rows(
+                w.data, 2 if kernel == "pe_arm_conv_s8" else 4))))
+        head.append(("packed", ScalarArg("int32_t", int(packed))))
+    head += [("bias", call.arg("bias")), ("rq", call.arg("rq")), ("output", call.arg("output"))]
+    if kernel == "pe_arm_fc_s8":
+        tail = _i32(o["n"] * o["h"] * o["w"], i["c"], o["c"], p["input_offset"],
+                    p["output_offset"], act["min"], act["max"])
+    else:
+        f = s("filter_dims")
+        st, pad = p["stride"].values, p["padding"].values
+        common = (f["h"], f["w"], st["h"], st["w"], pad["h"], pad["w"])
+        if kernel == "pe_arm_conv_s8":
+            dil = p["dilation"].values
+            tail = _i32(o["n"], i["h"], i["w"], i["c"], o["h"], o["w"], o["c"], *common,
+                        dil["h"], dil["w"], p["input_offset"], p["output_offset"], act["min"],
+                        act["max"])
+        else:
+            tail = _i32(o["n"], i["h"], i["w"], i["c"], o["h"], o["w"], *common,
+                        p["input_offset"], p["output_offset"], act["min"], act["max"])
+    return replace(call, kernel=kernel, args=tuple(head + tail))
+
+
+def out_of_line(graph: Graph, op: Op, batch: int = 1, target: Target | None = None
+                ) -> KernelCall | None:
+    """The out-of-line form of the arm record of ``op`` (ref-style structs), or None."""
+    builder = _OUT_OF_LINE.get(op.type)
+    call = builder(graph, op, batch, target or Target()) if builder is not None else None
+    return None if call is None else replace(call, backend="arm")
+
+
+# -- builders -------------------------------------------------------------------------------------
+def conv_scratch(k_h: int, k_w: int, in_c: int) -> int:
+    """pe_conv2d_s8_arm_scratch: two int16 columns of k_h * k_w * in_c rounded up to 4."""
+    return 2 * ((k_h * k_w * in_c + 3) & ~3) * 2
+
+
+def depthwise_scratch(out_h: int, out_w: int, k_h: int, k_w: int, s_h: int, s_w: int) -> int:
+    """pe_depthwise_conv2d_s8_arm_scratch: one padded int16 plane plus two spare values."""
+    return (((out_h - 1) * s_h + k_h) * ((out_w - 1) * s_w + k_w) + 2) * 2
+
+
+def fc_scratch(depth: int) -> int:
+    return ((depth + 3) & ~3) * 2
+
+
+def _conv2d(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    view = OpArgs(graph, op, batch)
+    if not _int8(view, 2):
+        return None
+    ref = forward_call(graph, op, batch)
+    w = view.input(1)
+    assert w is not None
+    out_c, k_h, k_w, k_c = (int(v) for v in w.shape)
+    if view.shape(view.x())[3] != k_c:
+        return None                                   # grouped: ref
+    rq = _rq_arg(ref, out_c)
+    if rq is None:
+        return None
+    return replace(ref, kernel="pe_conv2d_s8" + SUFFIX, args=_insert_after(
+        ref.args, "quant", ("rq", rq)), scratch_bytes=conv_scratch(k_h, k_w, k_c))
+
+
+def _depthwise_conv2d(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    view = OpArgs(graph, op, batch)
+    if not _int8(view, 2):
+        return None
+    if int(view.attr("depth_multiplier", 1)) != 1 or \
+            tuple(int(v) for v in view.attr("dilation", (1, 1))) != (1, 1):
+        return None
+    ref = forward_call(graph, op, batch)
+    w = view.input(1)
+    assert w is not None
+    _, k_h, k_w, chans = (int(v) for v in w.shape)
+    if k_h * ((k_w + 1) // 2) > DW_MAX_PAIRS:
+        return None
+    rq = _rq_arg(ref, chans)
+    if rq is None:
+        return None
+    _, out_h, out_w, _ = view.shape(view.out())
+    s_h, s_w = (int(v) for v in view.attr("stride"))
+    return replace(ref, kernel="pe_depthwise_conv2d_s8" + SUFFIX,
+                   args=_insert_after(ref.args, "quant", ("rq", rq)),
+                   scratch_bytes=depthwise_scratch(out_h, out_w, k_h, k_w, s_h, s_w),
+                   inplace=(view.x().name,))
+
+
+def _fully_connected(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    view = OpArgs(graph, op, batch)
+    if not _int8(view, 2):
+        return None
+    ref = forward_call(graph, op, batch)
+    if ref.arg("params").value.values["filter_offset"] != 0:
+        return None
+    w = view.input(1)
+    assert w is not None
+    units, depth = (int(v) for v in w.shape)
+    rq = _rq_arg(ref, units)
+    if rq is None:
+        return None
+    args = tuple(("rq", rq) if n == "quant" else (n, a) for n, a in ref.args)
+    return replace(ref, kernel="pe_fully_connected_s8" + SUFFIX, args=args,
+                   scratch_bytes=fc_scratch(depth))
+
+
+def add_tables(params: dict) -> np.ndarray:
+    """TFLM's rescaled inputs of an int8 ADD for every byte value: 256 values of input 1
+    (indexed by the byte as unsigned), then 256 of input 2."""
+    x = np.arange(256, dtype=np.int64)
+    x = np.where(x >= 128, x - 256, x)
+    out = []
+    for k in (1, 2):
+        shifted = nx.wrap_int32((x + params[f"input{k}_offset"]) << params["left_shift"])
+        out.append(nx.multiply_by_quantized_multiplier(
+            shifted, params[f"input{k}_multiplier"], params[f"input{k}_shift"]))
+    return np.concatenate(out)
+
+
+def _add(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    view = OpArgs(graph, op, batch)
+    if not _int8(view, 2):
+        return None
+    ref = forward_call(graph, op, batch)
+    dims = [ref.arg(n).value.values for n in ("input1_dims", "input2_dims", "output_dims")]
+    if not dims[0] == dims[1] == dims[2]:
+        return None
+    params = ref.arg("params").value.values
+    words = requant_words(np.array([params["output_multiplier"]]),
+                          np.array([params["output_shift"]]))
+    rq: ArrayArg | NullArg = (NullArg("const int32_t *") if words is None
+                              else ArrayArg(int32_array("rq", words)))
+    size = int(np.prod([dims[2][k] for k in "nhwc"], dtype=np.int64))
+    args = (("params", ref.arg("params")),
+            ("tables", ArrayArg(int32_array("tables", add_tables(params)))),
+            ("rq", rq), ("size", ScalarArg("int32_t", size)),
+            ("input1", ref.arg("input1")), ("input2", ref.arg("input2")),
+            ("output", ref.arg("output")))
+    assert isinstance(args[0][1], StructArg)
+    return replace(ref, kernel="pe_add_s8" + SUFFIX, args=args)
+
+
+_OUT_OF_LINE: dict[str, Builder] = {
+    "conv2d": _conv2d,
+    "depthwise_conv2d": _depthwise_conv2d,
+    "fully_connected": _fully_connected,
+    "add": _add,
+}
+
+
+def _specialised(builder: Builder) -> Builder:
+    def build(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+        call = builder(graph, op, batch, target)
+        return None if call is None else body_call(call, graph)
+    return build
+
+
+BUILDERS: dict[str, Builder] = {k: _specialised(b) for k, b in _OUT_OF_LINE.items()}
+
+ARM = Backend(
+    name="arm",
+    summary="pockengine's own int8 kernels for Cortex-M with the DSP extension "
+            "(runtime_c/kernels/arm; exact portable C elsewhere)",
+    builders=BUILDERS, kernel_dir="arm", archs=("cortex-m", "host"), needs=("dsp", "mve"))

@@ -1,0 +1,28 @@
+/* pe_conv2d_s8_arm - the arm backend's int8 convolution with the ref kernel's arguments (plus
+ * rq), out of line: the body of pe_arm_conv.h with run-time shapes. Generated models call the
+ * body directly with their layers' shapes as literals (specialised code); this version serves
+ * layers whose specialised code would not fit and the host tests (with the filter as it is,
+ * not packed). */
+#include "pe_arm_conv.h"
+#include "pe_arm_kernels.h"
+
+int32_t pe_conv2d_s8_arm_scratch(int32_t k_h, int32_t k_w, int32_t in_c)
+{
+    const int32_t k4 = (k_h * k_w * in_c + 3) & ~3;
+    return 2 * k4 * (int32_t)sizeof(int16_t);
+}
+
+void pe_conv2d_s8_arm(const pe_context *ctx, const pe_conv_params *params,
+                      const pe_per_channel_quant *quant, const int32_t *rq,
+                      const pe_dims *input_dims, const int8_t *input, const pe_dims *filter_dims,
+                      const int8_t *filter, const int32_t *bias, const pe_dims *output_dims,
+                      int8_t *output)
+{
+    (void)quant;
+    pe_arm_conv_s8(ctx, input, filter, 0, bias, rq, output, output_dims->n, input_dims->h,
+                   input_dims->w, input_dims->c, output_dims->h, output_dims->w, output_dims->c,
+                   filter_dims->h, filter_dims->w, params->stride.h, params->stride.w,
+                   params->padding.h, params->padding.w, params->dilation.h,
+                   params->dilation.w, params->input_offset, params->output_offset,
+                   params->activation.min, params->activation.max);
+}

@@ -1,0 +1,28 @@
+/* pe_depthwise_conv2d_s8_arm - the arm backend's int8 depthwise convolution with the ref
+ * kernel's arguments (plus rq), out of line: the body of pe_arm_dw.h with run-time shapes
+ * (generated models call the body with literal shapes; see pe_conv2d_s8_arm.c). */
+#include "pe_arm_dw.h"
+#include "pe_arm_kernels.h"
+
+int32_t pe_depthwise_conv2d_s8_arm_scratch(int32_t out_h, int32_t out_w, int32_t k_h,
+                                           int32_t k_w, int32_t stride_h, int32_t stride_w)
+{
+    const int32_t hp = (out_h - 1) * stride_h + k_h;
+    const int32_t wp = (out_w - 1) * stride_w + k_w;
+    return (hp * wp + 2) * (int32_t)sizeof(int16_t);
+}
+
+void pe_depthwise_conv2d_s8_arm(const pe_context *ctx, const pe_dw_conv_params *params,
+                                const pe_per_channel_quant *quant, const int32_t *rq,
+                                const pe_dims *input_dims, const int8_t *input,
+                                const pe_dims *filter_dims, const int8_t *filter,
+                                const int32_t *bias, const pe_dims *output_dims,
+                                int8_t *output)
+{
+    (void)quant;
+    pe_arm_dw_s8(ctx, input, filter, bias, rq, output, output_dims->n, input_dims->h,
+                 input_dims->w, input_dims->c, output_dims->h, output_dims->w, filter_dims->h,
+                 filter_dims->w, params->stride.h, params->stride.w, params->padding.h,
+                 params->padding.w, params->input_offset, params->output_offset,
+                 params->activation.min, params->activation.max);
+}

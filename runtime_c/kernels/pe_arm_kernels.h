@@ -1,0 +1,67 @@
+/*
+ * pe_arm_kernels.h - the arm backend's kernels (runtime_c/kernels/arm): pockengine's own C for
+ * Cortex-M cores with the DSP extension (SMLAD and friends through ACLE; the same C compiles
+ * to exact portable code elsewhere, which is how the host tests it). The ref kernels'
+ * signatures under the ref name plus "_arm", with the arguments that codegen/backends/arm.py
+ * computes at compile time added after the ref ones they replace:
+ *
+ *   rq      three int32 per output channel, pe_arm.h's one-rounding requantization
+ *           {2^(e-2), multiplier, e-1} (the builder takes layers whose right shifts e are at
+ *           least 2 and multipliers above 2^30: every layer of the MLPerf Tiny models);
+ *           the ref quant struct stays in the signature (unused) so records stay alike;
+ *   tables  (add) the 2 x 256 rescaled input values.
+ *
+ * ctx->buf must hold the bytes of the record's scratch_bytes (the *_scratch functions give
+ * the same numbers as the Python formulas). Depthwise: depth multiplier 1, dilation 1,
+ * k_h * ceil(k_w / 2) <= PE_ARM_DW_MAX_PAIRS; conv: one group.
+ *
+ * These out-of-line kernels run the bodies of arm/pe_arm_*.h with run-time shapes. Generated
+ * models call the bodies themselves (pe_arm_conv_s8, pe_arm_dw_s8, pe_arm_fc_s8,
+ * pe_arm_add_s8: inlined, every shape a literal, so each layer gets its own specialised code),
+ * which this header brings in (static inline: a model that calls none compiles none).
+ */
+#ifndef PE_ARM_KERNELS_H
+#define PE_ARM_KERNELS_H
+
+#include "pe_kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void pe_conv2d_s8_arm(const pe_context *ctx, const pe_conv_params *params,
+                      const pe_per_channel_quant *quant, const int32_t *rq,
+                      const pe_dims *input_dims, const int8_t *input, const pe_dims *filter_dims,
+                      const int8_t *filter, const int32_t *bias, const pe_dims *output_dims,
+                      int8_t *output);
+int32_t pe_conv2d_s8_arm_scratch(int32_t k_h, int32_t k_w, int32_t in_c);
+
+void pe_depthwise_conv2d_s8_arm(const pe_context *ctx, const pe_dw_conv_params *params,
+                                const pe_per_channel_quant *quant, const int32_t *rq,
+                                const pe_dims *input_dims, const int8_t *input,
+                                const pe_dims *filter_dims, const int8_t *filter,
+                                const int32_t *bias, const pe_dims *output_dims,
+                                int8_t *output);
+int32_t pe_depthwise_conv2d_s8_arm_scratch(int32_t out_h, int32_t out_w, int32_t k_h,
+                                           int32_t k_w, int32_t stride_h, int32_t stride_w);
+
+void pe_fully_connected_s8_arm(const pe_context *ctx, const pe_fc_params *params,
+                               const int32_t *rq, const pe_dims *input_dims,
+                               const int8_t *input, const pe_dims *filter_dims,
+                               const int8_t *filter, const int32_t *bias,
+                               const pe_dims *output_dims, int8_t *output);
+int32_t pe_fully_connected_s8_arm_scratch(int32_t depth);
+
+void pe_add_s8_arm(const pe_add_params *params, const int32_t *tables, const int32_t *rq,
+                   int32_t size, const int8_t *input1, const int8_t *input2, int8_t *output);
+
+#ifdef __cplusplus
+}
+#endif
+
+#include "arm/pe_arm_add.h"
+#include "arm/pe_arm_conv.h"
+#include "arm/pe_arm_dw.h"
+#include "arm/pe_arm_fc.h"
+
+#endif /* PE_ARM_KERNELS_H */

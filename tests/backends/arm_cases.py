@@ -1,0 +1,110 @@
+"""Random single-op cases for the arm backend: the int8 cases of tests/backends/cmsis_cases.py
+plus cases aimed at each path of the arm kernels (pointwise and k x k convolutions with channel
+counts that are and are not multiples of four, odd pixel and channel counts, 3x3 depthwise with
+stride 1 and 2, larger depthwise windows, FC quads and remainders, ADD with and without the
+one-rounding output stage, dead channels of scale 0).
+
+``iter_cases(op_type, n, seed)`` yields (graph, feeds, batch) like cmsis_cases.iter_cases;
+``path(graph, batch)`` names the kernel path the case takes, so the tests can check that every
+path was reached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from codegen.backends import arm
+from codegen.ir import Graph
+from tests.backends import cmsis_cases
+from tests.kernels.cases import Case, Rng, _pair, conv2d_graph, random_feeds
+
+OPS = tuple(arm.BUILDERS)
+
+
+def conv_pointwise(rng: Rng) -> Case:
+    cin = int(rng.choice([4, 8, 12, 16, 3, 5]))
+    shape = (1, int(rng.integers(1, 8)), int(rng.integers(1, 8)), cin)
+    return conv2d_graph(rng, "int8", shape, int(rng.integers(1, 12)), (1, 1), cin, (1, 1),
+                        (1, 1), (0, 0, 0, 0))
+
+
+def conv_kxk(rng: Rng) -> Case:
+    while True:
+        cin = int(rng.choice([1, 2, 3, 4, 8]))
+        k = _pair(rng, 1, 5)
+        stride = _pair(rng, 1, 2)
+        shape = (1, int(rng.integers(2, 9)), int(rng.integers(2, 9)), cin)
+        pads = cmsis_cases._pads(rng, shape[1:3], k, stride)
+        if pads is not None:
+            return conv2d_graph(rng, "int8", shape, int(rng.integers(1, 9)), k, cin, stride,
+                                (1, 1), pads)
+
+
+def dw_window(rng: Rng) -> Case:
+    """3x3 with stride 1 or 2 (the two-output paths), and 5x5 / 7x7 / odd windows."""
+    k = (3, 3) if rng.random() < 0.6 else (int(rng.choice([1, 3, 5, 7])),
+                                           int(rng.choice([1, 2, 3, 5, 7])))
+    return cmsis_cases._dw(rng, 1, k, int(rng.integers(1, 13)))
+
+
+def fc_wide(rng: Rng) -> Case:
+    graph, batch = cmsis_cases.case("fully_connected", rng)
+    return graph, batch
+
+
+FAMILIES: dict[str, list[tuple[float, Callable[[Rng], Case]]]] = {
+    "conv2d": [(0.4, lambda rng: cmsis_cases.case("conv2d", rng)), (0.3, conv_pointwise),
+               (0.3, conv_kxk)],
+    "depthwise_conv2d": [(0.5, lambda rng: cmsis_cases.case("depthwise_conv2d", rng)),
+                         (0.5, dw_window)],
+    "fully_connected": [(1.0, fc_wide)],
+    "add": [(1.0, lambda rng: cmsis_cases.case("add", rng))],
+}
+
+
+def case(op_type: str, rng: Rng) -> Case:
+    families = FAMILIES[op_type]
+    weights = np.array([w for w, _ in families])
+    build = families[int(rng.choice(len(families), p=weights / weights.sum()))][1]
+    return build(rng)
+
+
+def iter_cases(op_type: str, n: int, seed: int = 0
+               ) -> Iterator[tuple[Graph, dict[str, np.ndarray], int]]:
+    rng = np.random.default_rng(seed + 7 * sum(map(ord, op_type)))
+    for _ in range(n):
+        graph, batch = case(op_type, rng)
+        yield graph, random_feeds(graph, batch, rng), batch
+
+
+def path(graph: Graph, batch: int) -> str:
+    """The arm kernel path of a case (the body record; see runtime_c/kernels/arm)."""
+    op = graph.ops[0]
+    x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if op.type == "conv2d":
+        w = graph.tensors[op.inputs[1]]
+        k = int(np.prod(w.shape[1:]))
+        pixels = out.shape[1] * out.shape[2] * batch
+        return "conv-" + "-".join(filter(None, [
+            "c4" if x.shape[3] % 4 == 0 else "c-any", "tail" if k % 4 else "",
+            "odd-pixels" if pixels % 2 else "", "odd-c" if w.shape[0] % 2 else ""]))
+    if op.type == "depthwise_conv2d":
+        w = graph.tensors[op.inputs[1]]
+        s = op.attrs["stride"][1]
+        if w.shape[2] == 3 and s in (1, 2):
+            return f"dw-3x3-s{s}"
+        return "dw-generic"
+    if op.type == "fully_connected":
+        w = graph.tensors[op.inputs[1]]
+        units, depth = w.shape
+        return "fc-" + "-".join(filter(None, ["quads" if units >= 4 else "",
+                                              "rest" if units % 4 else "",
+                                              "tail" if depth % 4 else ""]))
+    from codegen.backends.arm import ARM
+    from codegen.backends import Target
+    call = ARM.build(graph, op, batch, Target())
+    assert call is not None
+    from codegen.backends import NullArg
+    return "add-generic" if isinstance(call.arg("rq"), NullArg) else "add-rq"

@@ -1,0 +1,41 @@
+"""arm backend test helpers: the records of its three forms (specialised body over packed
+weights, body over the weights as they are, out of line), and a host library of its kernels
+(the bodies exported through PE_ARM_EXTERN, the out-of-line kernels, and ref for what arm
+declines)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codegen.backends import Target, kernel_call
+from codegen.backends.arm import ARM, body_call, out_of_line
+from codegen.ir import Graph, Op
+from tests.kernels.c_runner import INCLUDES, KERNELS_DIR, compile_objects
+
+ARM_SOURCES = sorted((KERNELS_DIR / "arm").glob("*.c"))
+BODIES_HARNESS = Path(__file__).with_name("arm_bodies.c")
+ARM_INCLUDES = [*INCLUDES, f"-I{KERNELS_DIR / 'arm'}"]
+FORMS = ("arm", "arm-plain", "arm-ool")
+
+
+def arm_record(graph: Graph, op: Op, batch: int = 1, target: Target | None = None,
+               form: str = "arm"):
+    """The arm record of ``op`` in one of FORMS, or None when arm declines it."""
+    if form == "arm":
+        return ARM.build(graph, op, batch, target or Target())
+    ool = out_of_line(graph, op, batch, target)
+    if ool is None or form == "arm-ool":
+        return ool
+    return body_call(ool)                 # no graph: the weights as they are (not packed)
+
+
+def arm_or_ref(form: str = "arm"):
+    def record(graph: Graph, op: Op, batch: int = 1):
+        return arm_record(graph, op, batch, form=form) or kernel_call(graph, op, batch)
+    return record
+
+
+def host_objects(out: Path, flags: list[str]) -> list[Path]:
+    """The out-of-line kernels and the exported bodies, for a host library."""
+    return compile_objects("gcc", out / "arm", ["-fPIC", *flags],
+                           [*ARM_SOURCES, BODIES_HARNESS], ARM_INCLUDES)

@@ -1,0 +1,161 @@
+"""The arm backend's compile-time parts, without a compiler: the one-rounding requantization
+constants against the golden model's two-step recipe, the packed weight layout, what the
+builders take and decline, both forms of a record, the sources a project gets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from codegen.backends import NullArg, ScalarArg, Target, arm, kernel_call
+from codegen.backends.sources import source_index
+from codegen.golden import numerics as nx
+from codegen.resources import data_dir
+from tests.backends import arm_cases
+from tests.kernels.cases import conv2d_graph
+
+from .arm_helpers import arm_record
+
+
+def _c_requant(acc: np.ndarray, words: np.ndarray) -> np.ndarray:
+    """pe_arm_requant3 of pe_arm.h, step by step in 64-bit integers."""
+    hi0, m, e1 = (int(v) for v in words)
+    neg = (acc < 0).astype(np.int64)
+    lo = np.where(neg == 1, 0xC0000000, 0x40000000).astype(np.int64)
+    total = ((hi0 - neg) << 32) + lo + acc * m           # SMLAL into hi:lo
+    return (total >> 32) >> e1                           # high word, arithmetic shift
+
+
+def _int32s(rng: np.random.Generator, n: int) -> np.ndarray:
+    edges = np.array([nx.INT32_MIN, nx.INT32_MIN + 1, -(1 << 30) - 1, -(1 << 30), -2, -1, 0,
+                      1, 2, 1 << 30, nx.INT32_MAX - 1, nx.INT32_MAX], dtype=np.int64)
+    return np.concatenate([edges, rng.integers(nx.INT32_MIN, nx.INT32_MAX, n, endpoint=True),
+                           rng.integers(-5000, 5000, n)])
+
+
+def test_one_rounding_requantization_equals_two_steps():
+    """Every multiplier range QuantizeMultiplier produces with right shifts of 2 and more
+    (and dead channels of multiplier 0): the single 64-bit rounding equals TFLM's
+    SaturatingRoundingDoublingHighMul then RoundingDivideByPOT on int32 edges and random
+    accumulators, ties included (small accumulators hit them)."""
+    rng = np.random.default_rng(3)
+    checked = 0
+    for trial in range(400):
+        if trial % 10 == 0:
+            m, shift = 0, 0
+        else:
+            m = int(rng.integers((1 << 30) + 1, 1 << 31))
+            shift = -int(rng.integers(2, 32))
+        words = arm.requant_words(np.array([m]), np.array([shift]))
+        assert words is not None
+        acc = _int32s(rng, 2000)
+        want = nx.multiply_by_quantized_multiplier(acc, m, shift)
+        assert np.array_equal(_c_requant(acc, words), want), (m, shift)
+        checked += acc.size
+    assert checked > 1_000_000
+
+
+def test_requantization_outside_the_range_declines():
+    assert arm.requant_words(np.array([1 << 30]), np.array([-5])) is None   # m = 2^30
+    assert arm.requant_words(np.array([(1 << 30) + 7]), np.array([-1])) is None
+    assert arm.requant_words(np.array([(1 << 30) + 7]), np.array([3])) is None
+    w = arm.requant_words(np.array([(1 << 30) + 7, 0]), np.array([-9, 0]))
+    assert w is not None and list(w) == [1 << 7, (1 << 30) + 7, 8, 1, 0, 1]
+
+
+def test_packed_rows_follow_the_inner_loops():
+    w = np.arange(5 * 6, dtype=np.int64).reshape(5, 6).astype(np.int8)
+    pairs = arm.pack_rows(w, 2)
+    # two pairs of rows (groups of 4, rows padded 6 -> 8), then the odd row on its own
+    assert pairs.size == 5 * 8
+    assert list(pairs[:16]) == [0, 1, 2, 3, 6, 7, 8, 9, 4, 5, 0, 0, 10, 11, 0, 0]
+    assert list(pairs[32:]) == [24, 25, 26, 27, 28, 29, 0, 0]
+    quads = arm.pack_rows(w, 4)
+    assert list(quads[:16]) == [0, 1, 2, 3, 6, 7, 8, 9, 12, 13, 14, 15, 18, 19, 20, 21]
+    assert list(quads[32:]) == [24, 25, 26, 27, 28, 29, 0, 0]
+
+
+def test_builders_take_and_decline():
+    rng = np.random.default_rng(0)
+    taken = {}
+    for op_type in arm_cases.OPS:
+        n = 0
+        for graph, _, batch in arm_cases.iter_cases(op_type, 120):
+            call = arm_record(graph, graph.ops[0], batch)
+            if call is None:
+                continue
+            n += 1
+            assert call.backend == "arm" and call.kernel in arm.BODIES.values()
+            scalars = [a for _, a in call.args if isinstance(a, ScalarArg)]
+            assert scalars and all(a.ctype == "int32_t" for a in scalars)
+            ool = arm_record(graph, graph.ops[0], batch, form="arm-ool")
+            assert ool is not None and ool.kernel in arm.BODIES
+            assert ool.scratch_bytes == call.scratch_bytes
+        taken[op_type] = n
+    assert all(n > 40 for n in taken.values()), taken
+    # grouped convolutions, depth multipliers and dilations go to the next backend
+    grouped, _ = conv2d_graph(rng, "int8", (1, 5, 5, 4), 4, (3, 3), 2, (1, 1), (1, 1),
+                              (1, 1, 1, 1))
+    assert arm.ARM.build(grouped, grouped.ops[0], 1, Target()) is None
+    dilated, _ = conv2d_graph(rng, "int8", (1, 7, 7, 4), 4, (3, 3), 4, (1, 1), (2, 2),
+                              (0, 0, 0, 0))
+    assert arm.ARM.build(dilated, dilated.ops[0], 1, Target()) is not None   # conv: any
+    from tests.backends.cmsis_cases import _dw
+
+    mult, _ = _dw(rng, 2, (3, 3), 3)
+    assert arm.ARM.build(mult, mult.ops[0], 1, Target()) is None
+    dw_dil, _ = _dw(rng, 1, (3, 3), 3, dilation=(2, 1))
+    assert arm.ARM.build(dw_dil, dw_dil.ops[0], 1, Target()) is None
+    assert kernel_call(mult, mult.ops[0]).backend == "ref"
+
+
+def test_depthwise_may_write_over_its_input_and_fc_packs_constant_weights():
+    for graph, _, batch in arm_cases.iter_cases("depthwise_conv2d", 40):
+        call = arm_record(graph, graph.ops[0], batch)
+        if call is not None:
+            assert call.inplace == (graph.ops[0].inputs[0],)
+    for graph, _, batch in arm_cases.iter_cases("fully_connected", 20):
+        call = arm_record(graph, graph.ops[0], batch)
+        if call is None:
+            continue
+        packed = call.arg("packed")
+        assert isinstance(packed, ScalarArg) and packed.value == 1
+        plain = arm_record(graph, graph.ops[0], batch, form="arm-plain")
+        assert plain.arg("packed").value == 0 and plain.arg("filter").tensor == "w"
+
+
+def test_add_tables_are_tflms_rescaled_inputs():
+    for graph, feeds, batch in arm_cases.iter_cases("add", 30):
+        call = arm.out_of_line(graph, graph.ops[0], batch)
+        if call is None:
+            continue
+        p = call.arg("params").value.values
+        t = call.arg("tables").value.values.astype(np.int64)
+        for k, off in ((0, p["input1_offset"]), (1, p["input2_offset"])):
+            x = np.arange(-128, 128)
+            want = nx.multiply_by_quantized_multiplier(
+                nx.wrap_int32((x + off) << p["left_shift"]), p[f"input{k + 1}_multiplier"],
+                p[f"input{k + 1}_shift"])
+            assert np.array_equal(t[256 * k + (x & 0xFF)], want)
+        assert isinstance(call.arg("rq"), NullArg) or call.arg("rq").value.values.size == 3
+
+
+def test_header_kernels_need_no_source_file():
+    """The bodies live in headers every project carries: the closure of a body is empty (it
+    calls nothing defined in a .c file), and nothing is reported missing."""
+    index = source_index(data_dir("runtime_c") / "kernels")
+    bodies = sorted(arm.BODIES.values())
+    assert index.missing(bodies) == []
+    assert index.closure(bodies) == []
+    assert [p.name for p in index.closure(["pe_conv2d_s8_arm"])] == ["pe_conv2d_s8_arm.c"]
+
+
+@pytest.mark.parametrize("board", ["mps2-an385", "hexagon-v67"])
+def test_arm_needs_the_dsp_extension(board):
+    from codegen.backends import chain_for
+    from codegen.board import load_board
+    from codegen.errors import PockError
+
+    with pytest.raises(PockError, match=f"backend arm needs a core with dsp or mve|"
+                                        f"backend arm has no kernels for hexagon"):
+        chain_for(load_board(board), "arm")

@@ -1,0 +1,107 @@
+"""The arm backend's kernels on the cores they are for, bit for bit with the golden model:
+random single-op cases (tests/backends/arm_cases.py) rendered as the calls a generated model
+makes (the kernel bodies inlined with every shape a literal, over weights packed at compile
+time, and over the weights as they are, as in training graphs), built into images with each
+board's compiler flags (the DSP paths, with the assembly loops, on the Cortex-M4F, M7, M33 and
+M55) and run under QEMU; each case prints a hash of the bytes its kernel wrote.
+
+Needs arm-none-eabi-gcc and qemu-system-arm (skips with the reason otherwise); no third-party
+code, so it runs in CI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from codegen import golden
+from codegen.backends import Target
+from codegen.board import Board
+from codegen.targets import cross_compile, run_on_emulator
+from tests.kernels.c_runner import KERNELS_DIR
+from tests.kernels.train_target import render_cases
+from tests.targets.helpers import runnable
+
+from . import arm_cases
+from .arm_helpers import arm_record
+
+pytestmark = pytest.mark.emulator
+
+BOARDS = ("mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547")
+N_PER_OP = {"conv2d": 90, "depthwise_conv2d": 70, "fully_connected": 50, "add": 30}
+IMAGE_BYTES = 160 * 1024                  # case data per image (the M55's TCMs are 512 KiB)
+CASES_PER_IMAGE = 120                     # inlined bodies: keep one file's compile short
+PATHS = {"conv-c4", "conv-c-any-tail", "conv-c4-odd-pixels", "conv-c4-odd-c", "dw-3x3-s1",
+         "dw-3x3-s2", "dw-generic", "fc-quads", "fc-rest-tail", "add-rq"}
+
+
+def _cases(target: Target) -> list[tuple]:
+    """(graph, inputs, batch, path, form) of the cases arm takes, in both forms of the body."""
+    out = []
+    for op_type in arm_cases.OPS:
+        for k, (graph, feeds, batch) in enumerate(
+                arm_cases.iter_cases(op_type, N_PER_OP[op_type], seed=29)):
+            form = "arm" if k % 2 == 0 else "arm-plain"
+            if arm_record(graph, graph.ops[0], batch, target, form) is None:
+                continue
+            out.append((graph, [feeds[n] for n in graph.inputs], batch,
+                        arm_cases.path(graph, batch), form))
+    return out
+
+
+def _chunks(cases: Sequence[tuple]) -> list[list[tuple]]:
+    chunks: list[list[tuple]] = [[]]
+    size = 0
+    for c in cases:
+        n = sum(t.nbytes for t in c[0].tensors.values()) * c[2]
+        if chunks[-1] and (size + n > IMAGE_BYTES or len(chunks[-1]) >= CASES_PER_IMAGE):
+            chunks.append([])
+            size = 0
+        chunks[-1].append(c)
+        size += n
+    return chunks
+
+
+def _run(board: Board, cases: list[tuple], target: Target, out: Path) -> list[tuple[int, int]]:
+    info = {id(g): (b, form) for g, _, b, _, form in cases}
+
+    def record(graph, inputs):
+        batch, form = info[id(graph)]
+        return arm_record(graph, graph.ops[0], batch, target, form)
+
+    def expected(graph, inputs):
+        return {graph.ops[0].outputs[0]: golden.run(graph, *inputs)[0]}
+
+    src, want = render_cases([(g, x) for g, x, _, _, _ in cases], record, expected,
+                             headers=("pe_arm_kernels.h",), fill=0x5A)
+    out.mkdir(parents=True, exist_ok=True)
+    harness = out / "cases.c"
+    harness.write_text(src.replace("@ENTRY@", '#include "pe_runtime.h"'))
+    elf = cross_compile(board, [harness], [KERNELS_DIR, KERNELS_DIR / "arm"], out,
+                        ["-std=c99"], name="arm_cases")
+    res = run_on_emulator(board, elf, timeout=600)
+    assert res.ok, (res.exit_code, res.fault, res.stderr[-2000:])
+    got = [int(w, 16) for w in res.stdout.split() if len(w) == 8]
+    assert len(got) == len(want), f"{board.name}: {len(got)} of {len(want)} values printed"
+    return list(zip(got, want, strict=True))
+
+
+@pytest.mark.parametrize("name", BOARDS)
+def test_arm_kernels_bit_exact_on_the_core(name, tmp_path):
+    board = runnable(name)
+    target = Target.of(board)
+    cases = _cases(target)
+    assert len(cases) > 150
+    reached = {c[3] for c in cases}
+    assert PATHS <= reached, PATHS - reached
+    assert {c[4] for c in cases} == {"arm", "arm-plain"}
+    bad: dict[str, int] = {}
+    for k, chunk in enumerate(_chunks(cases)):
+        for (_, _, _, label, form), (got, want) in zip(
+                chunk, _run(board, chunk, target, tmp_path / f"image{k}"), strict=True):
+            if got != want:
+                key = f"{form} {label}"
+                bad[key] = bad.get(key, 0) + 1
+    assert not bad, f"{name}: cases that differ from the golden model: {bad}"

@@ -1,0 +1,49 @@
+"""Training with the arm backend's forward kernels: the digits fine-tune gives the golden
+model's losses (float32 bits), params_sha256 and accuracy after training with ``--backend arm``
+and ``auto`` on the Cortex-M4F and M7 and with ``--backend arm`` on the host. The forward ops of
+the training step read the trained weights as they are; the inference that measures accuracy
+after training must not read a copy packed before it (the inference graph knows which
+tensors training changes).
+
+No third-party code: runs in CI where arm-none-eabi-gcc and QEMU are.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codegen.fit import fit_model
+from tests.firmware.helpers import EPOCHS, SEED, SPEC, digits_data, digits_graph
+from tests.targets.helpers import runnable
+
+from .test_cmsis_nn_training import _same_run, gold  # noqa: F401  (the module fixture)
+
+
+def test_host_with_arm_equals_golden(gold, tmp_path):  # noqa: F811
+    train, evals = digits_data()
+    run = fit_model(digits_graph(), SPEC, train, evals, epochs=EPOCHS, seed=SEED,
+                    engine="host", backend="arm", keep_dir=tmp_path)
+    _same_run(run, gold)
+    from codegen import pipeline
+
+    low = pipeline.lower(digits_graph(), None, "arm")
+    assert "arm" in {c.backend for c in low.calls.values()}
+
+
+@pytest.mark.emulator
+@pytest.mark.parametrize(("board", "backend"), [("mps2-an386", "arm"), ("mps2-an386", "auto"),
+                                                ("mps2-an500", "arm")])
+def test_board_fine_tune_equals_golden(board, backend, gold, tmp_path):  # noqa: F811
+    b = runnable(board)
+    train, evals = digits_data()
+    run = fit_model(digits_graph(), SPEC, train, evals, epochs=EPOCHS, seed=SEED,
+                    engine=b.name, backend=backend, keep_dir=tmp_path)
+    _same_run(run, gold)
+    manifest = json.loads((next(tmp_path.rglob("pockengine.json"))).read_text())
+    forward = {o["backend"] for o in manifest["training"]["ops"] if o["phase"] == "forward"
+               and o["kernel"].startswith(("pe_arm_conv", "pe_arm_dw", "pe_conv", "pe_dep"))}
+    assert "arm" in forward
+    trained = {o["backend"] for o in manifest["ops"]}
+    assert "arm" in trained
