@@ -17,3 +17,21 @@ def test_codegen_benchmark_smoke(tmp_path):
     assert row["arena"] >= row["lower_bound"] > 0
     assert row["params"] > 0 and row["constants"] > 0
     assert row["host_steps_s"] > 0 and row["torch_steps_s"] > 0
+
+
+def test_race_benchmark_smoke():
+    """MCUNet's training firmware on mps2-an500 (ref kernels: no cost measuring), one step."""
+    from tests.benchmark_race import format_table, run
+    from tests.mcunet import table_missing_reason
+
+    why = table_missing_reason()
+    if why is not None:
+        pytest.skip(why)
+    lines: list[str] = []
+    te, pe = run("mps2-an500", ["ref"], 1, log=lines.append)
+    if "skipped" in pe:
+        pytest.skip(pe["skipped"])
+    assert pe["fits"] and len(lines) == 1
+    assert pe["step"] > pe["forward"] > 0 and pe["backward"] > 0 and pe["infer"] > 0
+    assert pe["macs"] == te["macs"]          # the graphs' MACs are the table's
+    assert "TinyEngine" in format_table([te, pe])
