@@ -25,7 +25,11 @@ What each kernel takes (others decline):
   padded int16 plane; may write its output over its input (it reads a whole channel before
   writing it, and writes no other channel);
 - fully_connected: symmetric weights (filter offset 0), per tensor or per channel;
-- add: equal shapes (no broadcast).
+- add: equal shapes (no broadcast);
+- fp32 backward (out of line, ``pe_train_f32_arm.c``, the ref signatures): input and weight
+  gradients of pointwise convs and FC, depthwise input gradients (multiplier 1, dilation 1),
+  average-pooling gradients of windows that do not overlap — the same float32 sums in the
+  same order as ref, with eight-wide VLDM + VMLA loops on FPU cores.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from .base import Backend, Builder, Target
 from .kernel_call import Arg, ArrayArg, ConstArray, KernelCall, NullArg, ScalarArg, StructArg
 from .params import OpArgs, int32_array, mutable_tensors
 from .ref_args import forward_call
+from .train_args import train_kernel_call
 
 SUFFIX = "_arm"
 RQ_WORDS = 3
@@ -152,7 +157,7 @@ def body_call(call: KernelCall, graph: Graph | None = None) -> KernelCall:
 def out_of_line(graph: Graph, op: Op, batch: int = 1, target: Target | None = None
                 ) -> KernelCall | None:
     """The out-of-line form of the arm record of ``op`` (ref-style structs), or None."""
-    builder = _OUT_OF_LINE.get(op.type)
+    builder = OUT_OF_LINE.get(op.type)
     call = builder(graph, op, batch, target or Target()) if builder is not None else None
     return None if call is None else replace(call, backend="arm")
 
@@ -267,7 +272,7 @@ def _add(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     return replace(ref, kernel="pe_add_s8" + SUFFIX, args=args)
 
 
-_OUT_OF_LINE: dict[str, Builder] = {
+OUT_OF_LINE: dict[str, Builder] = {
     "conv2d": _conv2d,
     "depthwise_conv2d": _depthwise_conv2d,
     "fully_connected": _fully_connected,
@@ -282,7 +287,92 @@ def _specialised(builder: Builder) -> Builder:
     return build
 
 
-BUILDERS: dict[str, Builder] = {k: _specialised(b) for k, b in _OUT_OF_LINE.items()}
+# -- fp32 backward ----------------------------------------------------------------------------------
+GRAD_OB = 64                        # PE_ARM_OB in pe_train_f32_arm.c
+
+
+def _fp32_train(graph: Graph, op: Op, batch: int) -> KernelCall | None:
+    """The ref record of an fp32 backward op (None for the int8 backward's)."""
+    ref = train_kernel_call(graph, op, batch)
+    return ref if ref.kernel.endswith("_f32") else None
+
+
+def _struct(ref: KernelCall, name: str) -> dict:
+    return ref.arg(name).value.values
+
+
+def _tile(value) -> tuple[int, int]:
+    return int(value.values["h"]), int(value.values["w"])
+
+
+def _pointwise(ref: KernelCall, dims: str) -> bool:
+    """A 1x1 convolution with stride 1, no padding and dilation 1 over the same positions."""
+    p = _struct(ref, "params")
+    f = _struct(ref, dims)
+    return ((int(f["h"]), int(f["w"])) == (1, 1) and _tile(p["stride"]) == (1, 1)
+            and _tile(p["padding"]) == (0, 0) and _tile(p["dilation"]) == (1, 1))
+
+
+def _grad_input(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    ref = _fp32_train(graph, op, batch)
+    if ref is None:
+        return None
+    dy, dx = _struct(ref, "dy_dims"), _struct(ref, "dx_dims")
+    if op.type == "conv2d_grad_input":
+        w = _struct(ref, "filter_dims")
+        if not _pointwise(ref, "filter_dims") or int(w["c"]) != int(dx["c"]):
+            return None
+    scratch = min(int(dy["c"]), GRAD_OB) * 8 * 4
+    return replace(ref, kernel=ref.kernel + SUFFIX, scratch_bytes=scratch)
+
+
+def _grad_weight(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    ref = _fp32_train(graph, op, batch)
+    if ref is None:
+        return None
+    x = _struct(ref, "x_dims")
+    if op.type == "conv2d_grad_weight" and (not _pointwise(ref, "dw_dims") or
+                                             int(_struct(ref, "dw_dims")["c"]) != int(x["c"])):
+        return None
+    return replace(ref, kernel=ref.kernel + SUFFIX,
+                   scratch_bytes=4 * ((int(x["c"]) + 7) & ~7) * 4)
+
+
+def _dw_grad_input(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    ref = _fp32_train(graph, op, batch)
+    if ref is None:
+        return None
+    p, f = _struct(ref, "params"), _struct(ref, "filter_dims")
+    k_h, k_w = int(f["h"]), int(f["w"])
+    if int(p["ch_mult"]) != 1 or _tile(p["dilation"]) != (1, 1):
+        return None
+    in_w = int(_struct(ref, "dx_dims")["w"])
+    scratch = k_h * k_w * 8 * 4 + 2 * in_w * 2
+    return replace(ref, kernel=ref.kernel + SUFFIX, scratch_bytes=scratch)
+
+
+def _avg_pool_grad(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    ref = _fp32_train(graph, op, batch)
+    if ref is None:
+        return None
+    f = _struct(ref, "filter_dims")
+    s_h, s_w = _tile(_struct(ref, "params")["stride"])
+    if s_h < int(f["h"]) or s_w < int(f["w"]):
+        return None                       # overlapping windows: sums of several taps, ref
+    return replace(ref, kernel=ref.kernel + SUFFIX)
+
+
+TRAIN_BUILDERS: dict[str, Builder] = {
+    "conv2d_grad_input": _grad_input,
+    "fully_connected_grad_input": _grad_input,
+    "conv2d_grad_weight": _grad_weight,
+    "fully_connected_grad_weight": _grad_weight,
+    "depthwise_conv2d_grad_input": _dw_grad_input,
+    "avg_pool2d_grad": _avg_pool_grad,
+}
+
+BUILDERS: dict[str, Builder] = {**{k: _specialised(b) for k, b in OUT_OF_LINE.items()},
+                                **TRAIN_BUILDERS}
 
 ARM = Backend(
     name="arm",

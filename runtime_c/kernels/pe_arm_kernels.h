@@ -24,6 +24,7 @@
 #define PE_ARM_KERNELS_H
 
 #include "pe_kernels.h"
+#include "pe_train_kernels.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,6 +55,40 @@ int32_t pe_fully_connected_s8_arm_scratch(int32_t depth);
 
 void pe_add_s8_arm(const pe_add_params *params, const int32_t *tables, const int32_t *rq,
                    int32_t size, const int8_t *input1, const int8_t *input2, int8_t *output);
+
+/* fp32 backward (pe_train_f32_arm.c): pe_train_kernels.h's signatures. Pointwise conv and FC
+ * input / weight gradients, depthwise input gradients (multiplier 1, dilation 1), average-
+ * pooling gradients of windows that do not overlap. Scratch: the *_scratch functions. */
+void pe_conv2d_grad_input_f32_arm(const pe_context *ctx, const pe_conv_grad_params *params,
+                                  const float *filter_scale, const pe_dims *dy_dims,
+                                  const float *dy, const pe_dims *filter_dims,
+                                  const int8_t *filter, const pe_dims *dx_dims, float *dx);
+void pe_fully_connected_grad_input_f32_arm(const pe_context *ctx, const float *filter_scale,
+                                           const pe_dims *dy_dims, const float *dy,
+                                           const pe_dims *filter_dims, const int8_t *filter,
+                                           const pe_dims *dx_dims, float *dx);
+int32_t pe_arm_grad_input_f32_scratch(int32_t out_c);
+void pe_conv2d_grad_weight_f32_arm(const pe_context *ctx,
+                                   const pe_conv_grad_weight_params_f32 *params,
+                                   const int32_t *channels, const pe_dims *x_dims,
+                                   const int8_t *x, const pe_dims *dy_dims, const float *dy,
+                                   const pe_dims *dw_dims, float *dw);
+void pe_fully_connected_grad_weight_f32_arm(const pe_context *ctx,
+                                            const pe_fc_grad_weight_params_f32 *params,
+                                            const int32_t *channels, const pe_dims *x_dims,
+                                            const int8_t *x, const pe_dims *dy_dims,
+                                            const float *dy, const pe_dims *dw_dims, float *dw);
+int32_t pe_arm_grad_weight_f32_scratch(int32_t in_c);
+void pe_depthwise_conv2d_grad_input_f32_arm(const pe_context *ctx,
+                                            const pe_dw_conv_grad_params *params,
+                                            const float *filter_scale, const pe_dims *dy_dims,
+                                            const float *dy, const pe_dims *filter_dims,
+                                            const int8_t *filter, const pe_dims *dx_dims,
+                                            float *dx);
+int32_t pe_arm_dw_grad_input_f32_scratch(int32_t k_h, int32_t k_w, int32_t in_w);
+void pe_avg_pool2d_grad_f32_arm(const pe_context *ctx, const pe_pool_grad_params *params,
+                                const pe_dims *dy_dims, const float *dy,
+                                const pe_dims *filter_dims, const pe_dims *dx_dims, float *dx);
 
 #ifdef __cplusplus
 }

@@ -20,7 +20,7 @@ from codegen.ir import Graph
 from tests.backends import cmsis_cases
 from tests.kernels.cases import Case, Rng, _pair, conv2d_graph, random_feeds
 
-OPS = tuple(arm.BUILDERS)
+OPS = tuple(arm.OUT_OF_LINE)             # the forward ops (training ops: arm_train_cases)
 
 
 def conv_pointwise(rng: Rng) -> Case:

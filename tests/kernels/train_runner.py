@@ -50,9 +50,9 @@ def same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
 def run_op(lib: RefKernels, graph: Graph, op: Op, values: Mapping[str, np.ndarray]
            ) -> dict[str, np.ndarray]:
     """Run ``op`` in C on C-layout ``values`` (tensor name -> array; constants default to their
-    data); returns its fresh outputs. Arrays of ``values`` the kernel writes are updated in
-    place."""
-    call = kernel_call(graph, op)
+    data) through the library's record (``lib.record``: ref's by default); returns its fresh
+    outputs. Arrays of ``values`` the kernel writes are updated in place."""
+    call = lib.record(graph, op, 1)
     vals: dict[str, np.ndarray] = {}
     outs: dict[str, np.ndarray] = {}
     for name in call.tensors():

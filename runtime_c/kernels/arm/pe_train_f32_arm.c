@@ -1,0 +1,323 @@
+/* The arm backend's fp32 backward kernels: the ref kernels' signatures plus "_arm", bit-exact
+ * with them and with the golden model (the same float32 products and sums in the same order,
+ * docs/training.md), with the float work in pe_arm_f32.h's eight-wide loops (VLDM + VMLA on
+ * cores with an FPU). codegen/backends/arm.py sends them only the configurations below; the
+ * rest stays on ref.
+ *
+ *   pointwise conv (1x1, stride 1, no padding, dilation 1, one group) and fully connected:
+ *     grad input   dx[p, c] = sum over o of dy[p, o] * w_r[o, c]: w_r rows converted into the
+ *                  scratch buffer a block of output channels and eight input channels at a
+ *                  time, dx accumulating across the blocks (the same order: o ascending);
+ *     grad weight  dw[j, c] = sum over p of dy[p, o_j] * x_r[p, c]: x_r of four positions at a
+ *                  time in the scratch buffer, dw accumulating in place;
+ *   depthwise (multiplier 1) grad input: per input pixel and eight channels, the in-image taps
+ *     in (kh, kw) order, w_r of eight channels in the scratch buffer;
+ *   average pooling grad with windows that do not overlap: each input element receives at most
+ *     one term, 0.0f + dy / count.
+ *
+ * w_r = float(w) * scale[o]; x_r = float(x + input_offset) * input_scale, as ref. */
+#include "pe_arm_f32.h"
+#include "pe_arm_kernels.h"
+
+enum { PE_ARM_OB = 64 };                 /* output channels per block of the grad-input buffer */
+
+static const float pe_arm_zero8[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+
+int32_t pe_arm_grad_input_f32_scratch(int32_t out_c)
+{
+    return (out_c < PE_ARM_OB ? out_c : PE_ARM_OB) * 8 * (int32_t)sizeof(float);
+}
+
+/* dx[p, c] = sum over o of dy[p, o] * (float(w[o, c]) * scale[o]) for p < rows, c < in_c */
+static void pe_arm_dx_f32(float *buf, const float *dy, const int8_t *w, const float *scale,
+                          float *dx, int32_t rows, int32_t out_c, int32_t in_c)
+{
+    int32_t c0, o0, p, o, j;
+    for (c0 = 0; c0 < in_c; c0 += 8) {
+        const int32_t cw = in_c - c0 < 8 ? in_c - c0 : 8;
+        for (o0 = 0; o0 < out_c; o0 += PE_ARM_OB) {
+            const int32_t ob = out_c - o0 < PE_ARM_OB ? out_c - o0 : PE_ARM_OB;
+            for (o = 0; o < ob; ++o) {
+                const int8_t *row = w + (o0 + o) * in_c + c0;
+                const float s = scale[o0 + o];
+                float *b = buf + 8 * o;
+                if (cw == 8) {
+                    b[0] = (float)row[0] * s;
+                    b[1] = (float)row[1] * s;
+                    b[2] = (float)row[2] * s;
+                    b[3] = (float)row[3] * s;
+                    b[4] = (float)row[4] * s;
+                    b[5] = (float)row[5] * s;
+                    b[6] = (float)row[6] * s;
+                    b[7] = (float)row[7] * s;
+                } else {
+                    for (j = 0; j < 8; ++j) {
+                        b[j] = j < cw ? (float)row[j] * s : 0.0f;
+                    }
+                }
+            }
+            for (p = 0; p < rows; ++p) {
+                float *out = dx + p * in_c + c0;
+                if (cw == 8) {
+                    pe_arm_f32_axpy8(o0 == 0 ? pe_arm_zero8 : out, out, dy + p * out_c + o0, buf,
+                                     ob);
+                } else {
+                    float acc[8];
+                    for (j = 0; j < 8; ++j) {
+                        acc[j] = (o0 == 0 || j >= cw) ? 0.0f : out[j];
+                    }
+                    pe_arm_f32_axpy8(acc, acc, dy + p * out_c + o0, buf, ob);
+                    for (j = 0; j < cw; ++j) {
+                        out[j] = acc[j];
+                    }
+                }
+            }
+        }
+    }
+}
+
+int32_t pe_arm_grad_weight_f32_scratch(int32_t in_c)
+{
+    return 4 * ((in_c + 7) & ~7) * (int32_t)sizeof(float);
+}
+
+/* dw[j, c] = sum over p of dy[p, o_j] * (float(x[p, c] + offset) * x_scale), from +0.0f */
+static void pe_arm_dw_f32(float *buf, const int8_t *x, int32_t offset, float x_scale,
+                          const float *dy, const int32_t *channels, float *dw, int32_t rows,
+                          int32_t out_c, int32_t in_c, int32_t count)
+{
+    const int32_t c8 = (in_c + 7) & ~7;
+    const int32_t full = in_c & ~7;
+    int32_t p0, j, c, k;
+    for (j = 0; j < count * in_c; ++j) {
+        dw[j] = 0.0f;
+    }
+    for (p0 = 0; p0 < rows; p0 += 4) {
+        const int32_t np = rows - p0 < 4 ? rows - p0 : 4;
+        for (k = 0; k < np; ++k) {
+            const int8_t *xp = x + (p0 + k) * in_c;
+            for (c = 0; c < in_c; ++c) {
+                buf[k * c8 + c] = (float)((int32_t)xp[c] + offset) * x_scale;
+            }
+        }
+        for (j = 0; j < count; ++j) {
+            const int32_t o = channels != 0 ? channels[j] : j;
+            float *row = dw + j * in_c;
+            float g[4];
+            for (k = 0; k < np; ++k) {
+                g[k] = dy[(p0 + k) * out_c + o];
+            }
+            if (np == 4) {
+                for (c = 0; c < full; c += 8) {
+                    pe_arm_f32_axpy8x4(row + c, g, buf + c, buf + c8 + c, buf + 2 * c8 + c,
+                                       buf + 3 * c8 + c);
+                }
+            } else {
+                c = 0;
+            }
+            for (; c < in_c; ++c) {
+                float a = row[c];
+                for (k = 0; k < np; ++k) {
+                    a = a + g[k] * buf[k * c8 + c];
+                }
+                row[c] = a;
+            }
+        }
+    }
+}
+
+void pe_conv2d_grad_input_f32_arm(const pe_context *ctx, const pe_conv_grad_params *params,
+                                  const float *filter_scale, const pe_dims *dy_dims,
+                                  const float *dy, const pe_dims *filter_dims,
+                                  const int8_t *filter, const pe_dims *dx_dims, float *dx)
+{
+    (void)params;
+    (void)filter_dims;
+    pe_arm_dx_f32((float *)ctx->buf, dy, filter, filter_scale, dx,
+                  dy_dims->n * dy_dims->h * dy_dims->w, dy_dims->c, dx_dims->c);
+}
+
+void pe_fully_connected_grad_input_f32_arm(const pe_context *ctx, const float *filter_scale,
+                                           const pe_dims *dy_dims, const float *dy,
+                                           const pe_dims *filter_dims, const int8_t *filter,
+                                           const pe_dims *dx_dims, float *dx)
+{
+    (void)filter_dims;
+    pe_arm_dx_f32((float *)ctx->buf, dy, filter, filter_scale, dx, dy_dims->n, dy_dims->c,
+                  dx_dims->c);
+}
+
+void pe_conv2d_grad_weight_f32_arm(const pe_context *ctx,
+                                   const pe_conv_grad_weight_params_f32 *params,
+                                   const int32_t *channels, const pe_dims *x_dims,
+                                   const int8_t *x, const pe_dims *dy_dims, const float *dy,
+                                   const pe_dims *dw_dims, float *dw)
+{
+    pe_arm_dw_f32((float *)ctx->buf, x, params->input_offset, params->input_scale, dy,
+                  channels, dw, x_dims->n * x_dims->h * x_dims->w, dy_dims->c, x_dims->c,
+                  dw_dims->n);
+}
+
+void pe_fully_connected_grad_weight_f32_arm(const pe_context *ctx,
+                                            const pe_fc_grad_weight_params_f32 *params,
+                                            const int32_t *channels, const pe_dims *x_dims,
+                                            const int8_t *x, const pe_dims *dy_dims,
+                                            const float *dy, const pe_dims *dw_dims, float *dw)
+{
+    pe_arm_dw_f32((float *)ctx->buf, x, params->input_offset, params->input_scale, dy,
+                  channels, dw, x_dims->n, dy_dims->c, x_dims->c, dw_dims->n);
+}
+
+/* -- depthwise grad input ---------------------------------------------------------------- */
+
+/* the output coordinate that reads input coordinate i through tap k (dilation 1), or -1 */
+static int32_t pe_arm_tap_source(int32_t i, int32_t k, int32_t stride, int32_t pad,
+                                 int32_t out_size)
+{
+    const int32_t p = i + pad - k;
+    int32_t o;
+    if (p < 0 || p % stride != 0) {
+        return -1;
+    }
+    o = p / stride;
+    return o < out_size ? o : -1;
+}
+
+int32_t pe_arm_dw_grad_input_f32_scratch(int32_t k_h, int32_t k_w, int32_t in_w)
+{
+    return (k_h * k_w * 8) * (int32_t)sizeof(float) + 2 * in_w * (int32_t)sizeof(int16_t);
+}
+
+/* The taps of one direction that reach input coordinate i: the first (k0) and how many (the
+ * next ones follow every `stride` taps, their output coordinate one lower each). */
+static void pe_arm_tap_run(int32_t i, int32_t k, int32_t stride, int32_t pad, int32_t out_size,
+                           int32_t *k0, int32_t *count)
+{
+    int32_t t, n = 0, first = -1;
+    for (t = 0; t < k; ++t) {
+        if (pe_arm_tap_source(i, t, stride, pad, out_size) >= 0) {
+            first = first < 0 ? t : first;
+            ++n;
+        }
+    }
+    *k0 = first;
+    *count = n;
+}
+
+void pe_depthwise_conv2d_grad_input_f32_arm(const pe_context *ctx,
+                                            const pe_dw_conv_grad_params *params,
+                                            const float *filter_scale, const pe_dims *dy_dims,
+                                            const float *dy, const pe_dims *filter_dims,
+                                            const int8_t *filter, const pe_dims *dx_dims,
+                                            float *dx)
+{
+    const int32_t k_h = filter_dims->h, k_w = filter_dims->w, chans = dx_dims->c;
+    const int32_t in_h = dx_dims->h, in_w = dx_dims->w;
+    const int32_t out_h = dy_dims->h, out_w = dy_dims->w;
+    const int32_t sh = params->stride.h, sw = params->stride.w;
+    float *const wr = (float *)ctx->buf;
+    int16_t *const kx0_of = (int16_t *)(wr + k_h * k_w * 8);   /* per iw: first tap, count */
+    int16_t *const nx_of = kx0_of + in_w;
+    int32_t n, c0, ih, iw, ky, j, t;
+    for (iw = 0; iw < in_w; ++iw) {
+        int32_t k0, cnt;
+        pe_arm_tap_run(iw, k_w, sw, params->padding.w, out_w, &k0, &cnt);
+        kx0_of[iw] = (int16_t)k0;
+        nx_of[iw] = (int16_t)cnt;
+    }
+    for (c0 = 0; c0 < chans; c0 += 8) {
+        const int32_t cw = chans - c0 < 8 ? chans - c0 : 8;
+        for (t = 0; t < k_h * k_w; ++t) {
+            for (j = 0; j < 8; ++j) {
+                wr[8 * t + j] = j < cw ? (float)filter[t * chans + c0 + j] * filter_scale[c0 + j]
+                                       : 0.0f;
+            }
+        }
+        for (n = 0; n < dx_dims->n; ++n) {
+            const float *dyn = dy + n * out_h * out_w * chans;
+            for (ih = 0; ih < in_h; ++ih) {
+                int32_t ky0, ny;
+                pe_arm_tap_run(ih, k_h, sh, params->padding.h, out_h, &ky0, &ny);
+                for (iw = 0; iw < in_w; ++iw) {
+                    float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+                    float *out = dx + ((n * in_h + ih) * in_w + iw) * chans + c0;
+                    const int32_t kx0 = kx0_of[iw], nx = nx_of[iw];
+                    if (nx > 0 && cw == 8) {
+                        const int32_t ox0 = (iw + params->padding.w - kx0) / sw;
+                        for (ky = 0; ky < ny; ++ky) {
+                            const int32_t kyy = ky0 + ky * sh;
+                            const int32_t oy = (ih + params->padding.h - kyy) / sh;
+                            pe_arm_f32_taps8(acc, dyn + (oy * out_w + ox0) * chans + c0, -chans,
+                                             wr + 8 * (kyy * k_w + kx0), 8 * sw, nx);
+                        }
+                    } else if (nx > 0) {
+                        /* a last block of fewer than eight channels: the same sums in C */
+                        const int32_t ox0 = (iw + params->padding.w - kx0) / sw;
+                        int32_t kx;
+                        for (ky = 0; ky < ny; ++ky) {
+                            const int32_t kyy = ky0 + ky * sh;
+                            const int32_t oy = (ih + params->padding.h - kyy) / sh;
+                            for (kx = 0; kx < nx; ++kx) {
+                                const float *g = dyn + (oy * out_w + ox0 - kx) * chans + c0;
+                                const float *wk = wr + 8 * (kyy * k_w + kx0 + kx * sw);
+                                for (j = 0; j < cw; ++j) {
+                                    acc[j] = acc[j] + g[j] * wk[j];
+                                }
+                            }
+                        }
+                    }
+                    for (j = 0; j < cw; ++j) {
+                        out[j] = acc[j];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* -- average pooling grad, windows that do not overlap -------------------------------------- */
+
+/* taps of a window starting at `start` (may be negative) of size k inside [0, size) */
+static int32_t pe_arm_taps(int32_t start, int32_t k, int32_t size)
+{
+    const int32_t lo = start < 0 ? 0 : start;
+    const int32_t hi = start + k > size ? size : start + k;
+    return hi > lo ? hi - lo : 0;
+}
+
+void pe_avg_pool2d_grad_f32_arm(const pe_context *ctx, const pe_pool_grad_params *params,
+                                const pe_dims *dy_dims, const float *dy,
+                                const pe_dims *filter_dims, const pe_dims *dx_dims, float *dx)
+{
+    const int32_t out_h = dy_dims->h, out_w = dy_dims->w, ch = dx_dims->c;
+    const int32_t in_h = dx_dims->h, in_w = dx_dims->w;
+    const int32_t f_h = filter_dims->h, f_w = filter_dims->w;
+    const int32_t total = dx_dims->n * in_h * in_w * ch;
+    int32_t n, oy, ox, iy, ix, c, i;
+    (void)ctx;
+    for (i = 0; i < total; ++i) {
+        dx[i] = 0.0f;
+    }
+    for (n = 0; n < dx_dims->n; ++n) {
+        for (oy = 0; oy < out_h; ++oy) {
+            const int32_t y0 = oy * params->stride.h - params->padding.h;
+            const int32_t rows = pe_arm_taps(y0, f_h, in_h);
+            for (ox = 0; ox < out_w; ++ox) {
+                const int32_t x0 = ox * params->stride.w - params->padding.w;
+                const int32_t count = rows * pe_arm_taps(x0, f_w, in_w);
+                const float *g = dy + ((n * out_h + oy) * out_w + ox) * ch;
+                if (count == 0) {
+                    continue;
+                }
+                for (iy = y0 < 0 ? 0 : y0; iy < y0 + f_h && iy < in_h; ++iy) {
+                    for (ix = x0 < 0 ? 0 : x0; ix < x0 + f_w && ix < in_w; ++ix) {
+                        float *out = dx + ((n * in_h + iy) * in_w + ix) * ch;
+                        for (c = 0; c < ch; ++c) {
+                            out[c] = 0.0f + g[c] / (float)count;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,135 @@
+"""Random fp32 backward cases for the arm backend's training kernels: the general cases of
+tests/kernels/train_cases.py (most of which arm declines to ref) plus cases aimed at what it
+takes: pointwise convs and FC layers wide enough for several blocks of eight input channels and
+of 64 output channels, with and without channel subsets, many positions (blocks of four) and
+remainders; depthwise input gradients with every stride and padding; non-overlapping average
+pooling (global pooling included). ``iter_cases(op_type, n)`` yields (graph, inputs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from codegen.ir import Graph, Role, same_padding
+from tests.kernels import train_cases as tc
+
+Rng = np.random.Generator
+
+
+def _pointwise_grad_input(rng: Rng) -> tc.Case:
+    b = tc._Builder("fp32")
+    n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 7)), int(rng.integers(1, 7))
+    c, o = int(rng.integers(1, 40)), int(rng.integers(1, 150))
+    b.grad_input(rng, "dy", (n, h, w, o))
+    wq = tc._weight_q(rng, o, 0, rng.random() < 0.8)
+    b.add_input("w", (o, 1, 1, c), "int8", rng.integers(-127, 128, (o, 1, 1, c)).astype(np.int8),
+                wq, Role.WEIGHT, const=True)
+    return b.op("conv2d_grad_input", b.grad_outputs("dx", (n, h, w, c)),
+                tc._conv_attrs("fp32", (1, 1), (1, 1), (0, 0, 0, 0)))
+
+
+def _pointwise_grad_weight(rng: Rng) -> tc.Case:
+    b = tc._Builder("fp32")
+    n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 7)), int(rng.integers(1, 7))
+    c, o = int(rng.integers(1, 40)), int(rng.integers(1, 40))
+    b.add_input("x", (n, h, w, c), "int8", tc._int8(rng, (n, h, w, c)), tc._act_q(rng))
+    b.grad_input(rng, "dy", (n, h, w, o))
+    ch = tc._channels(rng, o)
+    k = o if ch is None else len(ch)
+    attrs = tc._conv_attrs("fp32", (1, 1), (1, 1), (0, 0, 0, 0))
+    attrs["channels"] = ch
+    return b.op("conv2d_grad_weight", b.grad_outputs("dw", (k, 1, 1, c)), attrs)
+
+
+def _fc_grad_input(rng: Rng) -> tc.Case:
+    b = tc._Builder("fp32")
+    rows, depth, units = int(rng.choice([1, 2, 5])), int(rng.integers(1, 50)), \
+        int(rng.integers(1, 140))
+    b.grad_input(rng, "dy", (rows, units))
+    wq = tc._weight_q(rng, units, 0, rng.random() < 0.8)
+    b.add_input("w", (units, depth), "int8",
+                rng.integers(-127, 128, (units, depth)).astype(np.int8), wq, Role.WEIGHT,
+                const=True)
+    return b.op("fully_connected_grad_input", b.grad_outputs("dx", (rows, depth)),
+                {"mode": "fp32", "forward": "f"})
+
+
+def _fc_grad_weight(rng: Rng) -> tc.Case:
+    b = tc._Builder("fp32")
+    rows, depth, units = int(rng.choice([1, 3, 4, 9])), int(rng.integers(1, 50)), \
+        int(rng.integers(1, 20))
+    b.add_input("x", (rows, depth), "int8", tc._int8(rng, (rows, depth)), tc._act_q(rng))
+    b.grad_input(rng, "dy", (rows, units))
+    ch = tc._channels(rng, units)
+    k = units if ch is None else len(ch)
+    return b.op("fully_connected_grad_weight", b.grad_outputs("dw", (k, depth)),
+                {"mode": "fp32", "forward": "f", "channels": ch})
+
+
+def _dw_grad_input(rng: Rng) -> tc.Case:
+    b = tc._Builder("fp32")
+    n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    c = int(rng.choice([1, 3, 8, 9, 16, 21]))
+    kh, kw = int(rng.choice([1, 3, 3, 5, 7])), int(rng.choice([1, 3, 3, 5]))
+    kh, kw = min(kh, h + 2), min(kw, w + 2)
+    while True:
+        stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        if rng.random() < 0.6:
+            _, pt, pb = same_padding(h, kh, stride[0], 1)
+            _, pl, pr = same_padding(w, kw, stride[1], 1)
+            pad = (pt, pb, pl, pr)
+        else:
+            pad = (int(rng.integers(0, kh)), int(rng.integers(0, kh)), int(rng.integers(0, kw)),
+                   int(rng.integers(0, kw)))
+        oh = (h + pad[0] + pad[1] - kh) // stride[0] + 1
+        ow = (w + pad[2] + pad[3] - kw) // stride[1] + 1
+        if oh > 0 and ow > 0:
+            break
+    b.grad_input(rng, "dy", (n, oh, ow, c))
+    wq = tc._weight_q(rng, c, 3, rng.random() < 0.8)
+    b.add_input("w", (1, kh, kw, c), "int8",
+                rng.integers(-127, 128, (1, kh, kw, c)).astype(np.int8), wq, Role.WEIGHT,
+                const=True)
+    attrs = tc._conv_attrs("fp32", stride, (1, 1), pad)
+    attrs["depth_multiplier"] = 1
+    return b.op("depthwise_conv2d_grad_input", b.grad_outputs("dx", (n, h, w, c)), attrs)
+
+
+def _avg_pool_grad(rng: Rng) -> tc.Case:
+    b = tc._Builder("fp32")
+    n, h, w, c = int(rng.choice([1, 2])), int(rng.integers(1, 9)), int(rng.integers(1, 9)), \
+        int(rng.integers(1, 12))
+    if rng.random() < 0.3:
+        fh, fw, stride, pad = h, w, (h, w), (0, 0, 0, 0)            # global pooling
+    else:
+        fh, fw = int(rng.integers(1, min(h, 3) + 1)), int(rng.integers(1, min(w, 3) + 1))
+        stride = (fh + int(rng.integers(0, 2)), fw + int(rng.integers(0, 2)))
+        pad = (0, int(rng.integers(0, fh)), 0, int(rng.integers(0, fw)))
+    oh = (h + pad[0] + pad[1] - fh) // stride[0] + 1
+    ow = (w + pad[2] + pad[3] - fw) // stride[1] + 1
+    b.grad_input(rng, "dy", (n, oh, ow, c))
+    attrs = {"mode": "fp32", "forward": "f", "filter": (fh, fw), "stride": stride,
+             "padding": pad, "activation": "none"}
+    return b.op("avg_pool2d_grad", b.grad_outputs("dx", (n, h, w, c)), attrs)
+
+
+FAMILIES: dict[str, Callable[[Rng], tc.Case]] = {
+    "conv2d_grad_input": _pointwise_grad_input,
+    "conv2d_grad_weight": _pointwise_grad_weight,
+    "fully_connected_grad_input": _fc_grad_input,
+    "fully_connected_grad_weight": _fc_grad_weight,
+    "depthwise_conv2d_grad_input": _dw_grad_input,
+    "avg_pool2d_grad": _avg_pool_grad,
+}
+OPS = tuple(FAMILIES)
+
+
+def iter_cases(op_type: str, n: int, seed: int = 0) -> Iterator[tuple[Graph, list]]:
+    """``n`` fp32 cases: two thirds aimed at the arm kernel, a third general."""
+    rng = np.random.default_rng(seed + 11 * sum(map(ord, op_type)))
+    for i in range(n):
+        if i % 3 == 2:
+            yield tc.TRAIN_CASES[op_type](rng, "fp32")
+        else:
+            yield FAMILIES[op_type](rng)

@@ -1,0 +1,79 @@
+"""The arm backend's fp32 backward kernels vs the golden training kernels, bit for bit (raw
+float32 bytes, signed zeros included): random cases aimed at each kernel
+(tests/backends/arm_train_cases.py) through the host library (the portable C of the same
+loops), and on the Cortex-M4F, M7 and M55 under QEMU (the VLDM + VMLA assembly), rendered as a
+generated model calls them."""
+
+from __future__ import annotations
+
+import pytest
+
+from codegen.backends import Target, kernel_call
+from codegen.backends.arm import ARM, TRAIN_BUILDERS
+from tests.backends import arm_train_cases
+
+from .c_runner import KERNELS_DIR, RefKernels
+from .train_runner import check_train_case
+from .train_target import render_cases, training_expected
+
+N_CASES = 300
+N_TARGET_CASES = 40
+
+
+def _arm_or_ref(target: Target | None = None):
+    def record(graph, op, batch=1):
+        return ARM.build(graph, op, batch, target or Target()) or kernel_call(graph, op, batch)
+    return record
+
+
+def test_every_training_builder_has_cases():
+    assert set(arm_train_cases.OPS) == set(TRAIN_BUILDERS)
+
+
+@pytest.mark.parametrize("op_type", arm_train_cases.OPS)
+def test_arm_training_kernel_matches_golden(arm_library, op_type):
+    lib = RefKernels(arm_library, record=_arm_or_ref())
+    taken = bad = 0
+    first = None
+    for i, (graph, inputs) in enumerate(arm_train_cases.iter_cases(op_type, N_CASES)):
+        call = lib.record(graph, graph.ops[0], 1)
+        taken += call.backend == "arm"
+        n_bad, _, diff = check_train_case(lib, graph, inputs)
+        if n_bad:
+            bad += 1
+            first = first or (i, call.kernel, diff, graph.ops[0].attrs)
+    assert bad == 0, f"{op_type}: {bad} of {N_CASES} cases differ; first: {first}"
+    assert taken > N_CASES // 2, f"arm took {taken} of {N_CASES} {op_type} cases"
+
+
+@pytest.mark.emulator
+@pytest.mark.parametrize("name", ["mps2-an386", "mps2-an500", "mps3-an547"])
+def test_arm_training_kernels_on_the_core(name, tmp_path):
+    from codegen.targets import cross_compile, run_on_emulator
+    from tests.targets.helpers import runnable
+
+    board = runnable(name)
+    target = Target.of(board)
+    cases = []
+    for op_type in arm_train_cases.OPS:
+        for graph, inputs in arm_train_cases.iter_cases(op_type, N_TARGET_CASES, seed=5):
+            if ARM.build(graph, graph.ops[0], 1, target) is not None:
+                cases.append((graph, inputs))
+    assert len(cases) > 100
+
+    def record(graph, inputs):
+        return ARM.build(graph, graph.ops[0], 1, target)
+
+    src, want = render_cases(cases, record, training_expected,
+                             headers=("pe_arm_kernels.h",), fill=0)
+    harness = tmp_path / "cases.c"
+    harness.write_text(src.replace("@ENTRY@", '#include "pe_runtime.h"'))
+    elf = cross_compile(board, [harness, KERNELS_DIR / "arm" / "pe_train_f32_arm.c"],
+                        [KERNELS_DIR, KERNELS_DIR / "arm"], tmp_path,
+                        ["-std=c99", "-ffp-contract=off"], name="arm_train")
+    res = run_on_emulator(board, elf, timeout=600)
+    assert res.ok, (res.exit_code, res.fault, res.stderr[-2000:])
+    got = [int(w, 16) for w in res.stdout.split() if len(w) == 8]
+    assert len(got) == len(want)
+    bad = [cases[i][0].ops[0].type for i, (g, w) in enumerate(zip(got, want)) if g != w]
+    assert not bad, f"{name}: cases that differ from the golden model: {bad}"
