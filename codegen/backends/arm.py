@@ -26,8 +26,8 @@ What each kernel takes (others decline):
   writing it, and writes no other channel);
 - fully_connected: symmetric weights (filter offset 0), per tensor or per channel;
 - add: equal shapes (no broadcast);
-- fp32 backward (out of line, ``pe_train_f32_arm.c``, the ref signatures): input and weight
-  gradients of pointwise convs and FC, depthwise input gradients (multiplier 1, dilation 1),
+- fp32 backward (out of line, ``pe_train_f32_arm.c``, the ref signatures): input gradients of
+  convolutions with one group and FC, weight gradients of pointwise convs and FC, depthwise input gradients (multiplier 1, dilation 1),
   average-pooling gradients of windows that do not overlap — the same float32 sums in the
   same order as ref, with eight-wide VLDM + VMLA loops on FPU cores.
 """
@@ -318,11 +318,12 @@ def _grad_input(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall 
     if ref is None:
         return None
     dy, dx = _struct(ref, "dy_dims"), _struct(ref, "dx_dims")
-    if op.type == "conv2d_grad_input":
-        w = _struct(ref, "filter_dims")
-        if not _pointwise(ref, "filter_dims") or int(w["c"]) != int(dx["c"]):
-            return None
     scratch = min(int(dy["c"]), GRAD_OB) * 8 * 4
+    if op.type == "conv2d_grad_input":
+        if int(_struct(ref, "filter_dims")["c"]) != int(dx["c"]):
+            return None                                   # grouped: ref
+        if not _pointwise(ref, "filter_dims"):
+            scratch += (int(dx["w"]) * 2 + 3) & ~3        # output column per input column
     return replace(ref, kernel=ref.kernel + SUFFIX, scratch_bytes=scratch)
 
 

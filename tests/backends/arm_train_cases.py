@@ -29,6 +29,27 @@ def _pointwise_grad_input(rng: Rng) -> tc.Case:
                 tc._conv_attrs("fp32", (1, 1), (1, 1), (0, 0, 0, 0)))
 
 
+def _conv_grad_input(rng: Rng) -> tc.Case:
+    """Pointwise (the fast path) or k x k with strides, padding and dilation, one group."""
+    if rng.random() < 0.5:
+        return _pointwise_grad_input(rng)
+    b = tc._Builder("fp32")
+    n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 8)), int(rng.integers(1, 8))
+    c, o = int(rng.integers(1, 20)), int(rng.integers(1, 90))
+    kh, kw = min(int(rng.integers(1, 4)), h + 2), min(int(rng.integers(1, 4)), w + 2)
+    while True:
+        stride, dil, pad, oh, ow = tc._geometry(rng, h, w, kh, kw)
+        if oh > 0 and ow > 0:
+            break
+    b.grad_input(rng, "dy", (n, oh, ow, o))
+    wq = tc._weight_q(rng, o, 0, rng.random() < 0.8)
+    b.add_input("w", (o, kh, kw, c), "int8",
+                rng.integers(-127, 128, (o, kh, kw, c)).astype(np.int8), wq, Role.WEIGHT,
+                const=True)
+    return b.op("conv2d_grad_input", b.grad_outputs("dx", (n, h, w, c)),
+                tc._conv_attrs("fp32", stride, dil, pad))
+
+
 def _pointwise_grad_weight(rng: Rng) -> tc.Case:
     b = tc._Builder("fp32")
     n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 7)), int(rng.integers(1, 7))
@@ -115,7 +136,7 @@ def _avg_pool_grad(rng: Rng) -> tc.Case:
 
 
 FAMILIES: dict[str, Callable[[Rng], tc.Case]] = {
-    "conv2d_grad_input": _pointwise_grad_input,
+    "conv2d_grad_input": _conv_grad_input,
     "conv2d_grad_weight": _pointwise_grad_weight,
     "fully_connected_grad_input": _fc_grad_input,
     "fully_connected_grad_weight": _fc_grad_weight,

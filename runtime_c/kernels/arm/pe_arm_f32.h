@@ -118,6 +118,91 @@ static inline void pe_arm_f32_axpy8(const float *from, float *out, const float *
 #endif
 }
 
+/* out[j] = from[j] + sum over k = 0..n-1 of g[k] * (float(w[k * wstride + j]) * scale[k]),
+ * j = 0..7: eight sums over n terms whose weights are int8 rows converted on the way (one
+ * position of a fully connected layer's input gradient, where converting the weights into a
+ * buffer first would not pay). */
+static inline void pe_arm_f32_axpy8_s8(const float *from, float *out, const float *g,
+                                       const int8_t *w, int32_t wstride, const float *scale,
+                                       int32_t n)
+{
+#if PE_ARM_VFP
+    if (n > 0) {
+        const float *gp = g;
+        const float *sp = scale;
+        const int8_t *wp = w;
+        int32_t k = n;
+        uint32_t r0, r1, r2, r3;
+        __asm__ volatile(
+            "vldmia %[from], {s0-s7}\n\t"
+            "1:\n\t"
+            "ldr %[r0], [%[w]]\n\t"
+            "ldr %[r1], [%[w], #4]\n\t"
+            "add %[w], %[w], %[ws]\n\t"
+            "vldmia %[g]!, {s24}\n\t"
+            "vldmia %[s]!, {s25}\n\t"
+            "sxtb %[r2], %[r0]\n\t"
+            "sxtb %[r3], %[r0], ror #8\n\t"
+            "vmov s16, s17, %[r2], %[r3]\n\t"
+            "sxtb %[r2], %[r0], ror #16\n\t"
+            "sxtb %[r3], %[r0], ror #24\n\t"
+            "vmov s18, s19, %[r2], %[r3]\n\t"
+            "sxtb %[r2], %[r1]\n\t"
+            "sxtb %[r3], %[r1], ror #8\n\t"
+            "vmov s20, s21, %[r2], %[r3]\n\t"
+            "sxtb %[r2], %[r1], ror #16\n\t"
+            "sxtb %[r3], %[r1], ror #24\n\t"
+            "vmov s22, s23, %[r2], %[r3]\n\t"
+            "vcvt.f32.s32 s16, s16\n\t"
+            "vcvt.f32.s32 s17, s17\n\t"
+            "vcvt.f32.s32 s18, s18\n\t"
+            "vcvt.f32.s32 s19, s19\n\t"
+            "vcvt.f32.s32 s20, s20\n\t"
+            "vcvt.f32.s32 s21, s21\n\t"
+            "vcvt.f32.s32 s22, s22\n\t"
+            "vcvt.f32.s32 s23, s23\n\t"
+            "vmul.f32 s16, s16, s25\n\t"
+            "vmul.f32 s17, s17, s25\n\t"
+            "vmul.f32 s18, s18, s25\n\t"
+            "vmul.f32 s19, s19, s25\n\t"
+            "vmul.f32 s20, s20, s25\n\t"
+            "vmul.f32 s21, s21, s25\n\t"
+            "vmul.f32 s22, s22, s25\n\t"
+            "vmul.f32 s23, s23, s25\n\t"
+            "vmla.f32 s0, s24, s16\n\t"
+            "vmla.f32 s1, s24, s17\n\t"
+            "vmla.f32 s2, s24, s18\n\t"
+            "vmla.f32 s3, s24, s19\n\t"
+            "vmla.f32 s4, s24, s20\n\t"
+            "vmla.f32 s5, s24, s21\n\t"
+            "vmla.f32 s6, s24, s22\n\t"
+            "vmla.f32 s7, s24, s23\n\t"
+            "subs %[k], %[k], #1\n\t"
+            "bne 1b\n\t"
+            "vstmia %[out], {s0-s7}\n\t"
+            : [g] "+r"(gp), [s] "+r"(sp), [w] "+r"(wp), [k] "+r"(k), [r0] "=&r"(r0),
+              [r1] "=&r"(r1), [r2] "=&r"(r2), [r3] "=&r"(r3)
+            : [from] "r"(from), [out] "r"(out), [ws] "r"(wstride)
+            : "cc", "memory", "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s16", "s17",
+              "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25");
+    }
+#else
+    float acc[8];
+    int32_t k, j;
+    for (j = 0; j < 8; ++j) {
+        acc[j] = from[j];
+    }
+    for (k = 0; k < n; ++k) {
+        for (j = 0; j < 8; ++j) {
+            acc[j] = acc[j] + g[k] * ((float)w[k * wstride + j] * scale[k]);
+        }
+    }
+    for (j = 0; j < 8; ++j) {
+        out[j] = acc[j];
+    }
+#endif
+}
+
 /* acc[j] += a_k[j] * w_k[j] for k = 0..n-1 in order, j = 0..7, where a_k = a + k * astep and
  * w_k = w + k * wstep (floats; astep may be negative): eight sums over n terms with regular
  * strides (a row of depthwise taps). */

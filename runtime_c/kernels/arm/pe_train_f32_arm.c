@@ -4,10 +4,11 @@
  * cores with an FPU). codegen/backends/arm.py sends them only the configurations below; the
  * rest stays on ref.
  *
+ *   convolutions with one group (any kernel, stride, padding, dilation) and fully connected:
+ *     grad input   dx[p, c] = sum over (tap, o) of dy * w_r: w_r rows converted into the
+ *                  scratch buffer a tap, a block of output channels and eight input channels
+ *                  at a time, dx accumulating across taps and blocks (the same order);
  *   pointwise conv (1x1, stride 1, no padding, dilation 1, one group) and fully connected:
- *     grad input   dx[p, c] = sum over o of dy[p, o] * w_r[o, c]: w_r rows converted into the
- *                  scratch buffer a block of output channels and eight input channels at a
- *                  time, dx accumulating across the blocks (the same order: o ascending);
  *     grad weight  dw[j, c] = sum over p of dy[p, o_j] * x_r[p, c]: x_r of four positions at a
  *                  time in the scratch buffer, dw accumulating in place;
  *   depthwise (multiplier 1) grad input: per input pixel and eight channels, the in-image taps
@@ -23,6 +24,19 @@ enum { PE_ARM_OB = 64 };                 /* output channels per block of the gra
 
 static const float pe_arm_zero8[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
 
+/* the output coordinate that reads input coordinate i through tap k, or -1 */
+static int32_t pe_arm_tap_source(int32_t i, int32_t k, int32_t stride, int32_t pad,
+                                 int32_t dilation, int32_t out_size)
+{
+    const int32_t p = i + pad - k * dilation;
+    int32_t o;
+    if (p < 0 || p % stride != 0) {
+        return -1;
+    }
+    o = p / stride;
+    return o < out_size ? o : -1;
+}
+
 int32_t pe_arm_grad_input_f32_scratch(int32_t out_c)
 {
     return (out_c < PE_ARM_OB ? out_c : PE_ARM_OB) * 8 * (int32_t)sizeof(float);
@@ -33,7 +47,17 @@ static void pe_arm_dx_f32(float *buf, const float *dy, const int8_t *w, const fl
                           float *dx, int32_t rows, int32_t out_c, int32_t in_c)
 {
     int32_t c0, o0, p, o, j;
-    for (c0 = 0; c0 < in_c; c0 += 8) {
+    if (rows == 1) {                 /* one position: convert the weights on the way */
+        for (c0 = 0; c0 + 8 <= in_c; c0 += 8) {
+            pe_arm_f32_axpy8_s8(pe_arm_zero8, dx + c0, dy, w + c0, in_c, scale, out_c);
+        }
+        if (c0 == in_c) {
+            return;
+        }
+    } else {
+        c0 = 0;
+    }
+    for (; c0 < in_c; c0 += 8) {
         const int32_t cw = in_c - c0 < 8 ? in_c - c0 : 8;
         for (o0 = 0; o0 < out_c; o0 += PE_ARM_OB) {
             const int32_t ob = out_c - o0 < PE_ARM_OB ? out_c - o0 : PE_ARM_OB;
@@ -126,15 +150,87 @@ static void pe_arm_dw_f32(float *buf, const int8_t *x, int32_t offset, float x_s
     }
 }
 
+/* k x k convolution (one group): dx[n, ih, iw, c] = sum over (kh, kw, o) ascending of
+ * dy[n, oh, ow, o] * w_r[o, kh, kw, c] over the taps that reach (ih, iw). dx starts at +0.0f
+ * and accumulates tap by tap and, within a tap, block of output channels by block: the same
+ * order. The scratch buffer holds one tap's w_r for a block of output channels and eight input
+ * channels, then the output column of each input column for the current tap (int16). */
 void pe_conv2d_grad_input_f32_arm(const pe_context *ctx, const pe_conv_grad_params *params,
                                   const float *filter_scale, const pe_dims *dy_dims,
                                   const float *dy, const pe_dims *filter_dims,
                                   const int8_t *filter, const pe_dims *dx_dims, float *dx)
 {
-    (void)params;
-    (void)filter_dims;
-    pe_arm_dx_f32((float *)ctx->buf, dy, filter, filter_scale, dx,
-                  dy_dims->n * dy_dims->h * dy_dims->w, dy_dims->c, dx_dims->c);
+    const int32_t k_h = filter_dims->h, k_w = filter_dims->w, in_c = dx_dims->c;
+    const int32_t in_h = dx_dims->h, in_w = dx_dims->w;
+    const int32_t out_h = dy_dims->h, out_w = dy_dims->w, out_c = dy_dims->c;
+    float *const buf = (float *)ctx->buf;
+    int16_t *const ox_of = (int16_t *)(buf + (out_c < PE_ARM_OB ? out_c : PE_ARM_OB) * 8);
+    const int32_t total = dx_dims->n * in_h * in_w * in_c;
+    int32_t i, c0, ky, kx, o0, o, j, n, ih, iw;
+    if (k_h == 1 && k_w == 1 && params->stride.h == 1 && params->stride.w == 1 &&
+        params->padding.h == 0 && params->padding.w == 0) {
+        pe_arm_dx_f32(buf, dy, filter, filter_scale, dx, dy_dims->n * out_h * out_w, out_c,
+                      in_c);
+        return;
+    }
+    for (i = 0; i < total; ++i) {
+        dx[i] = 0.0f;
+    }
+    for (c0 = 0; c0 < in_c; c0 += 8) {
+        const int32_t cw = in_c - c0 < 8 ? in_c - c0 : 8;
+        for (ky = 0; ky < k_h; ++ky) {
+            for (kx = 0; kx < k_w; ++kx) {
+                for (iw = 0; iw < in_w; ++iw) {
+                    ox_of[iw] = (int16_t)pe_arm_tap_source(iw, kx, params->stride.w,
+                                                           params->padding.w,
+                                                           params->dilation.w, out_w);
+                }
+                for (o0 = 0; o0 < out_c; o0 += PE_ARM_OB) {
+                    const int32_t ob = out_c - o0 < PE_ARM_OB ? out_c - o0 : PE_ARM_OB;
+                    for (o = 0; o < ob; ++o) {
+                        const int8_t *row = filter + (((o0 + o) * k_h + ky) * k_w + kx) * in_c
+                                            + c0;
+                        const float sc = filter_scale[o0 + o];
+                        for (j = 0; j < 8; ++j) {
+                            buf[8 * o + j] = j < cw ? (float)row[j] * sc : 0.0f;
+                        }
+                    }
+                    for (n = 0; n < dx_dims->n; ++n) {
+                        for (ih = 0; ih < in_h; ++ih) {
+                            const int32_t oy = pe_arm_tap_source(ih, ky, params->stride.h,
+                                                                 params->padding.h,
+                                                                 params->dilation.h, out_h);
+                            if (oy < 0) {
+                                continue;
+                            }
+                            for (iw = 0; iw < in_w; ++iw) {
+                                const int32_t ox = ox_of[iw];
+                                float *out;
+                                const float *g;
+                                if (ox < 0) {
+                                    continue;
+                                }
+                                out = dx + ((n * in_h + ih) * in_w + iw) * in_c + c0;
+                                g = dy + ((n * out_h + oy) * out_w + ox) * out_c + o0;
+                                if (cw == 8) {
+                                    pe_arm_f32_axpy8(out, out, g, buf, ob);
+                                } else {
+                                    float acc[8];
+                                    for (j = 0; j < 8; ++j) {
+                                        acc[j] = j < cw ? out[j] : 0.0f;
+                                    }
+                                    pe_arm_f32_axpy8(acc, acc, g, buf, ob);
+                                    for (j = 0; j < cw; ++j) {
+                                        out[j] = acc[j];
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 void pe_fully_connected_grad_input_f32_arm(const pe_context *ctx, const float *filter_scale,
@@ -170,19 +266,6 @@ void pe_fully_connected_grad_weight_f32_arm(const pe_context *ctx,
 
 /* -- depthwise grad input ---------------------------------------------------------------- */
 
-/* the output coordinate that reads input coordinate i through tap k (dilation 1), or -1 */
-static int32_t pe_arm_tap_source(int32_t i, int32_t k, int32_t stride, int32_t pad,
-                                 int32_t out_size)
-{
-    const int32_t p = i + pad - k;
-    int32_t o;
-    if (p < 0 || p % stride != 0) {
-        return -1;
-    }
-    o = p / stride;
-    return o < out_size ? o : -1;
-}
-
 int32_t pe_arm_dw_grad_input_f32_scratch(int32_t k_h, int32_t k_w, int32_t in_w)
 {
     return (k_h * k_w * 8) * (int32_t)sizeof(float) + 2 * in_w * (int32_t)sizeof(int16_t);
@@ -195,7 +278,7 @@ static void pe_arm_tap_run(int32_t i, int32_t k, int32_t stride, int32_t pad, in
 {
     int32_t t, n = 0, first = -1;
     for (t = 0; t < k; ++t) {
-        if (pe_arm_tap_source(i, t, stride, pad, out_size) >= 0) {
+        if (pe_arm_tap_source(i, t, stride, pad, 1, out_size) >= 0) {
             first = first < 0 ? t : first;
             ++n;
         }

@@ -149,6 +149,9 @@ static inline int64_t pe_round_step_i64(float u)
     if (r <= -4294967296.0f) {
         return -((int64_t)1 << 32);
     }
+    if (r > -2147483648.0f && r < 2147483648.0f) {
+        return (int64_t)(int32_t)r;        /* one float -> int32 conversion, no int64 helper */
+    }
     return (int64_t)r;
 }
 
