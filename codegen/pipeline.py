@@ -189,7 +189,7 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
                   prefix: str = "pe", backend: str = "auto", force: bool = False,
                   data: Any = None, evals: Any = None, epochs: int = 1, seed: int = 0,
                   shuffle: bool = True, print_outputs: bool = False,
-                  measure: bool = True) -> Project:
+                  measure: bool = True, specialise: bool = True) -> Project:
     """Model (float models are quantized first with ``calib``) -> C project in ``out_dir``.
 
     With a training ``spec`` the training graph is planned and lowered too (``pe_train_step``);
@@ -204,7 +204,9 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     Where the chain offers several kernels for an op, the cheapest is chosen: by instructions
     measured on the board's emulator (``measure``; cached, see ``backends.cost``), else by the
     static cost model; when the choice does not fit the budget, kernels with less scratch are
-    tried before giving up."""
+    tried before giving up (and, when flash is short, the arm backend's out-of-line kernels
+    instead of its layer-specialised ones; ``specialise=False`` asks for those from the
+    start)."""
     from .render.names import check_prefix
 
     b = resolve_board(board)
@@ -227,6 +229,8 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     elif data is not None or evals is not None:
         raise PockError("--data/--eval embed data in firmware; the host project reads its "
                         "data at run time (pockengine fit --engine host)")
+    if not specialise:                 # the arm backend's out-of-line kernels only
+        infer, train = (None if lg is None else _relower_generic(lg) for lg in (infer, train))
     if b is not None:
         infer, train = fit_budget(b, infer, train, dev_data, pins)
     rendered = render(Lowered(infer, train, backend, chain.names), source, prefix=prefix,
@@ -242,7 +246,8 @@ def project_memory(board: Any, infer: LoweredGraph, train: LoweredGraph | None,
                    data: Any = None) -> dict[str, int]:
     """What a project of these plans needs on ``board``: SRAM (the arena, shared by
     ``pe_infer`` and ``pe_train_step``, so the larger plan; parameters; on a device board the
-    stack and the harness buffers) and flash (constants and parameter images; embedded data)."""
+    stack and the harness buffers) and flash (constants and parameter images; the kernels'
+    compile-time tables: multipliers, packed weights; embedded data)."""
     g = infer.graph
     device = getattr(board, "arch", "host") != "host"
     out = {"arena": max(infer.plan.arena_bytes, train.plan.arena_bytes if train else 0),
@@ -250,9 +255,10 @@ def project_memory(board: Any, infer: LoweredGraph, train: LoweredGraph | None,
            "stack": board.stack if device else 0,
            "harness": g.tensors[g.outputs[0]].nbytes + HARNESS_RAM_BYTES if device else 0,
            "constants": max(infer.plan.constant_bytes, train.plan.flash_bytes if train else 0),
+           "kernel_tables": kernel_table_bytes(infer, train),
            "data": data.summary()["flash_bytes"] if data is not None else 0}
     out["sram"] = out["arena"] + out["params"] + out["stack"] + out["harness"]
-    out["flash"] = out["constants"] + out["data"]
+    out["flash"] = out["constants"] + out["kernel_tables"] + out["data"]
     return out
 
 
@@ -276,7 +282,8 @@ def check_device_budget(board: Any, infer: LoweredGraph, train: LoweredGraph | N
                         f"{board.name} has {format_size(board.sram_budget)}; " + SRAM_HINT)
     if m["flash"] > board.flash_budget:
         raise PockError(f"{name}: needs {m['flash'] / 1024:.1f} KiB flash (constants and "
-                        f"parameter images {m['constants'] / 1024:.1f} KiB + embedded data "
+                        f"parameter images {m['constants'] / 1024:.1f} KiB + kernel tables "
+                        f"{m['kernel_tables'] / 1024:.1f} KiB + embedded data "
                         f"{m['data'] / 1024:.1f} KiB, before code), board {board.name} has "
                         f"{format_size(board.flash_budget)}; " + FLASH_HINT)
     return m
@@ -338,16 +345,38 @@ def measure_kernel_costs(graph: Graph, board: Any, chain: Any) -> dict[str, int]
     return out
 
 
+def kernel_table_bytes(*lowered: LoweredGraph | None) -> int:
+    """Bytes of the constant arrays the kernel calls carry (multipliers, shifts, packed
+    weights, tables), each distinct array counted once (the renderer emits it once)."""
+    seen: dict[bytes, int] = {}
+    for lg in lowered:
+        for call in (lg.calls if lg is not None else ()):
+            for _, arr in call.const_arrays():
+                data = np.ascontiguousarray(arr.values).tobytes()
+                seen.setdefault(hashlib.sha1(arr.ctype.encode() + data).digest(), len(data))
+    return sum(seen.values())
+
+
 def fit_budget(board: Any, infer: LoweredGraph, train: LoweredGraph | None, data: Any,
                pins: Mapping[str, str]) -> tuple[LoweredGraph, LoweredGraph | None]:
-    """The plans if they fit the board; else, while some op has a candidate kernel with less
-    scratch, that kernel (the largest scratch first) and new plans; the budget error when
-    nothing more helps."""
+    """The plans if they fit the board; else, when flash is short and the arm backend
+    specialised some layers, its out-of-line kernels (no packed weight copies, code shared)
+    and new plans; else, while some op has a candidate kernel with less scratch, that kernel
+    (the largest scratch first) and new plans; the budget error when nothing more helps."""
     try:
         check_device_budget(board, infer, train, data)
         return infer, train
     except PockError as e:
         error = e
+    if " KiB flash " in str(error) and any(
+            c.backend == "arm" and c.kernel.startswith("pe_arm_")
+            for lg in (infer, train) if lg is not None for c in lg.calls):
+        infer, train = (None if lg is None else _relower_generic(lg) for lg in (infer, train))
+        try:
+            check_device_budget(board, infer, train, data)
+            return infer, train
+        except PockError as e:
+            error = e
     pins = dict(pins)
     while True:
         swaps = sorted(((ch.call.scratch_bytes, name, min(ch.candidates,
@@ -366,6 +395,19 @@ def fit_budget(board: Any, infer: LoweredGraph, train: LoweredGraph | None, data
             return infer, train
         except PockError as e:
             error = e
+
+
+def _relower_generic(lg: LoweredGraph) -> LoweredGraph:
+    """The same lowering with the arm backend's out-of-line kernels (arm.GENERIC)."""
+    from dataclasses import replace as dc_replace
+
+    from .backends import lower_graph
+    from .backends.arm import GENERIC
+
+    lw = lg.lowering
+    target = dc_replace(lw.target, features=lw.target.features | {GENERIC})
+    lowering = lower_graph(lg.graph, lw.backends, pins=lw.pins, cost=lw.cost, target=target)
+    return lowered_graph(lg.graph, lowering, plan(lg.graph, lowering))
 
 
 def _replan(lg: LoweredGraph, pins: Mapping[str, str]) -> LoweredGraph:

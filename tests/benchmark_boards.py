@@ -13,6 +13,10 @@ does not fit the board's budget says by how much.
     python -m tests.benchmark_boards [--models digits,kws,vww,ic,ad] [--boards B1,B2]
                                      [--backends ref,arm,cmsis-nn,auto] [--steps 2] [--json]
 
+For arm, the flash the layer specialisation costs: the same project with the out-of-line
+kernels (``compile_model(specialise=False)``, what a build falls back to when flash is short) is
+built too, and a note gives both sizes and the board's budget.
+
 Models: the bundled digits CNN and, where ../shared/models has them, the MLPerf Tiny models.
 Boards: every QEMU and Hexagon board whose toolchain and emulator are installed.
 """
@@ -127,6 +131,14 @@ def measure(case: Case, board_name: str, steps: int, work: Path, graph_cache: di
         return row | {"fits": False, "error": str(e)}
     res = run_device(proj, build=fw)
     b, ins, mem = fw.to_json(), res.instructions, proj.manifest["memory"]
+    generic = None
+    if backend == "arm":               # the flash the layer specialisation costs
+        plain = pipeline.compile_model(graph, board=board_name, spec=case.spec,
+                                       out_dir=work / f"{case.name}-{board_name}-arm-generic",
+                                       backend=backend, specialise=False,
+                                       data=random_data(graph, loss, steps),
+                                       evals=random_data(graph, loss, 1, seed=1))
+        generic = pipeline.build_project(plain).to_json()["flash_bytes"]
     macs = sum(op_macs(graph, op) for op in graph.ops)
     tflm = (TFLM_CMSIS_NN["infer"].get(case.name)
             if board_name == TFLM_CMSIS_NN["board"] else None)
@@ -137,6 +149,7 @@ def measure(case: Case, board_name: str, steps: int, work: Path, graph_cache: di
         "tflm_cmsis_nn": tflm,
         "vs_tflm_cmsis_nn": round(ins["infer"] / tflm, 4) if tflm and ins.get("infer") else None,
         "flash_bytes": b["flash_bytes"], "sram_bytes": b["sram_bytes"],
+        "flash_generic_bytes": generic, "flash_budget_bytes": board.flash_budget,
         "arena_bytes": mem["arena_bytes"], "params_bytes": mem["params_bytes"],
         "stack_bytes": b["stack_bytes"], "stack_used_bytes": res.stack_used,
         "unit": ins["unit"], **{k: ins[k] for k in ("forward", "loss", "backward", "update",
@@ -171,6 +184,12 @@ def format_table(rows: list[dict]) -> str:
                       m(r["forward"]) + unit, m(r["loss"]) + unit, m(r["backward"]) + unit,
                       m(r["update"]) + unit, m(r["step"]) + unit, m(r["infer"]) + unit,
                       per_mac, ratio))
+        if r.get("flash_generic_bytes"):
+            grow = r["flash_bytes"] - r["flash_generic_bytes"]
+            notes.append(f"{r['model']} on {r['board']} (arm): layer-specialised kernels and "
+                         f"packed weights {k(r['flash_bytes'])} flash, out-of-line kernels "
+                         f"{k(r['flash_generic_bytes'])} ({grow / 1024:+.1f}K); budget "
+                         f"{k(r['flash_budget_bytes'])}")
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(head))]
     out = ["  ".join(str(c).rjust(w) if i >= left else str(c).ljust(w)
                      for i, (c, w) in enumerate(zip(line, widths, strict=True))).rstrip()

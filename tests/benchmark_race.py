@@ -17,8 +17,11 @@ fp32 backward, the forward in at most 32 M).
     python -m tests.benchmark_race [--board mps2-an500] [--backend auto|ref|arm|cmsis-nn]
                                    [--steps 1] [--ops N] [--json]
 
-``--backend`` takes a comma-separated list (one row each); ``--ops N`` adds a per-call
-profiling build and lists the N most expensive kernel calls of the step. When the plan does
+``--backend`` takes a comma-separated list (one row each). A per-call profiling build of the
+same project gives, per layer kind (pointwise, depthwise, k x k conv, FC, their input and
+weight gradients, updates, the rest), instructions per MAC next to the bound (MACs/2 for the
+int8 forward, where SMLAD does two multiply-accumulates; MACs for the fp32 backward, one
+VMLA.F32 each); ``--no-kinds`` skips it; ``--ops N`` lists the N most expensive calls. When the plan does
 not fit the board's budget, the row says so with the compiler's numbers, and the firmware is
 built once more for a copy of the board file whose budget is the emulated memory (the
 board's own file is not changed); the row says that it did.
@@ -100,14 +103,38 @@ def larger_budget_board(board_name: str, work: Path) -> Path:
     return out
 
 
-def top_ops(proj, graph, spec, n: int) -> list[dict[str, Any]]:
-    """The ``n`` most expensive kernel calls of one training step (a per-call profiling build
-    of the same project), with their MACs."""
+def op_kind(tg, op) -> str:
+    """The layer kind an op of the training graph counts under in the per-kind table."""
+    t = tg.tensors
+    if op.type in ("conv2d", "conv2d_grad_input", "conv2d_grad_weight"):
+        w = t[op.inputs[1]] if op.type != "conv2d_grad_input" else t[op.inputs[-1]]
+        if op.type == "conv2d_grad_weight":
+            w = t[op.outputs[0]]
+        k = "pointwise conv" if w.shape[1:3] == (1, 1) else f"{w.shape[1]}x{w.shape[2]} conv"
+        return k + {"conv2d": "", "conv2d_grad_input": ": input gradient",
+                    "conv2d_grad_weight": ": weight gradient"}[op.type]
+    names = {"depthwise_conv2d": "depthwise conv",
+             "depthwise_conv2d_grad_input": "depthwise conv: input gradient",
+             "depthwise_conv2d_grad_weight": "depthwise conv: weight gradient",
+             "fully_connected": "fully connected",
+             "fully_connected_grad_input": "fully connected: input gradient",
+             "fully_connected_grad_weight": "fully connected: weight gradient"}
+    if op.type in names:
+        return names[op.type]
+    if op.type.endswith("_update") or op.type == "step_counter":
+        return "updates"
+    return "other (adds, pooling, masks, bias gradients, loss)"
+
+
+def profile_ops(proj, graph, spec) -> list[dict[str, Any]]:
+    """Every kernel call of one training step (a per-call profiling build of the same
+    project), with its MACs and layer kind, most expensive first."""
     from codegen import pipeline
     from codegen.run.device import run_device
     from codegen.summary import op_macs
 
     tg = pipeline.training_graph(graph, spec)
+    by_name = {op.name: op for op in tg.ops}
     macs = {op.name: (op_macs(tg, op) if op.outputs else 0) + grad_op_macs(tg, op)
             for op in tg.ops}
     fw = pipeline.build_project(proj, profile_ops=True, check=False)
@@ -115,7 +142,28 @@ def top_ops(proj, graph, spec, n: int) -> list[dict[str, Any]]:
     ops = [o for o in res.instructions.get("per_op", []) if o.get("per_step")]
     ops.sort(key=lambda o: -o["per_step"])
     return [{"op": o["op"], "phase": o["phase"], "kernel": o["kernel"], "backend": o["backend"],
-             "instructions": o["per_step"], "macs": macs.get(o["op"], 0)} for o in ops[:n]]
+             "instructions": o["per_step"], "macs": macs.get(o["op"], 0),
+             "kind": op_kind(tg, by_name[o["op"]]) if o["op"] in by_name else "other"}
+            for o in ops]
+
+
+def kinds_table(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per layer kind: instructions, MACs, instructions per MAC and the bound: MACs / 2 for the
+    int8 forward (SMLAD does two multiply-accumulates), MACs for the fp32 backward (one
+    VMLA.F32 per multiply-accumulate on a scalar FPU)."""
+    acc: dict[tuple[str, str], dict[str, Any]] = {}
+    for o in ops:
+        key = (o["phase"] if o["phase"] == "forward" else "backward", o["kind"])
+        a = acc.setdefault(key, {"phase": key[0], "kind": key[1], "instructions": 0,
+                                 "macs": 0, "calls": 0})
+        a["instructions"] += o["instructions"]
+        a["macs"] += o["macs"]
+        a["calls"] += 1
+    rows = sorted(acc.values(), key=lambda a: (a["phase"] != "forward", -a["instructions"]))
+    for a in rows:
+        a["per_mac"] = round(a["instructions"] / a["macs"], 3) if a["macs"] else None
+        a["bound_per_mac"] = (0.5 if a["phase"] == "forward" else 1.0) if a["macs"] else None
+    return rows
 
 
 def _compile(graph, spec: str, board: str, backend: str, steps: int, out: Path):
@@ -147,8 +195,8 @@ def _compile_fitting(graph, spec: str, board_name: str, backend: str, steps: int
     return proj
 
 
-def measure(board_name: str, backend: str, steps: int, work: Path, graph, ops: int = 0
-            ) -> dict[str, Any]:
+def measure(board_name: str, backend: str, steps: int, work: Path, graph, ops: int = 0,
+            kinds: bool = False) -> dict[str, Any]:
     """One board x backend: compile, build, run; a row of the table."""
     from codegen import pipeline
     from codegen.backends import get_backend
@@ -191,8 +239,10 @@ def measure(board_name: str, backend: str, steps: int, work: Path, graph, ops: i
         "infer_per_mac": round(ins["infer"] / macs["forward"], 3) if ins.get("infer") else None,
         "meets": {k: ins[k] <= v for k, v in TARGETS.items()},
     }
-    if ops:
-        row["top_ops"] = top_ops(proj, graph, spec, ops)
+    if ops or kinds:
+        profiled = profile_ops(proj, graph, spec)
+        row["top_ops"] = profiled[:ops]
+        row["kinds"] = kinds_table(profiled)
     return row | {"seconds": round(time.perf_counter() - t0, 1)}
 
 
@@ -250,6 +300,15 @@ def _notes(rows: list[dict[str, Any]]) -> list[str]:
                      f"{_k(r['arena_bytes'])} + parameters {_k(r['params_bytes'])}, stack "
                      f"used {r['stack_used_bytes']} B; budget {_k(r['budget']['sram_bytes'])} "
                      f"SRAM / {_k(r['budget']['flash_bytes'])} flash")
+        if r.get("kinds"):
+            notes.append(f"    {where}: per layer kind (one training step; bound: MACs/2 "
+                         "instructions for the int8 forward, MACs for the fp32 backward)")
+            notes.append(f"    {'phase':<9}{'kind':<52}{'instr':>9}{'MACs':>12}{'/MAC':>7}"
+                         f"{'bound':>7}")
+            for k in r["kinds"]:
+                notes.append(f"    {k['phase']:<9}{k['kind'][:51]:<52}{_m(k['instructions']):>9}"
+                             f"{k['macs']:>12,}{_per(k['per_mac']):>7}"
+                             f"{_per(k['bound_per_mac']):>7}")
         for o in r.get("top_ops", []):
             per = f"{o['instructions'] / o['macs']:.2f}/MAC" if o["macs"] else "-"
             notes.append(f"    {_m(o['instructions']):>7}  {o['phase']:<8} {o['op']:<44} "
@@ -303,8 +362,8 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def run(board: str, backends: list[str], steps: int, ops: int = 0, log=print
-        ) -> list[dict[str, Any]]:
+def run(board: str, backends: list[str], steps: int, ops: int = 0, log=print,
+        kinds: bool = False) -> list[dict[str, Any]]:
     """The rows: TinyEngine's, then one per backend (skipped rows say why)."""
     why = table_missing_reason()
     if why is not None:
@@ -314,7 +373,7 @@ def run(board: str, backends: list[str], steps: int, ops: int = 0, log=print
     graph = mcunet_graph(seed=0)
     with tempfile.TemporaryDirectory(prefix="pe-race-") as tmp:
         for backend in backends:
-            row = measure(board, backend, steps, Path(tmp), graph, ops)
+            row = measure(board, backend, steps, Path(tmp), graph, ops, kinds)
             rows.append(row)
             log(f"  mcunet on {board} ({backend}): "
                 + ("skipped" if "skipped" in row else "does not fit" if not row.get("fits")
@@ -333,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="training steps (random samples embedded); figures are per step")
     ap.add_argument("--ops", type=int, default=0,
                     help="also list the N most expensive kernel calls of a step")
+    ap.add_argument("--no-kinds", action="store_true",
+                    help="skip the per-layer-kind table (its profiling build and run)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     backends = selected(ap, args.backend, [*BACKEND_TABLE, "auto"], "backend")
@@ -342,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         load_board(args.board)
     except PockError as e:
         ap.error(str(e))
-    rows = run(args.board, backends, args.steps, args.ops, log=log)
+    rows = run(args.board, backends, args.steps, args.ops, log=log, kinds=not args.no_kinds)
     return report(rows, args.json, format_table)
 
 

@@ -47,6 +47,10 @@ from .ref_args import forward_call
 from .train_args import train_kernel_call
 
 SUFFIX = "_arm"
+# A target feature that asks for the out-of-line kernels instead of specialised bodies (no
+# packed weight copies, one copy of each kernel's code): what a build falls back to when the
+# specialised code and packed weights do not fit the board's flash (pipeline.fit_budget).
+GENERIC = "arm-generic"
 RQ_WORDS = 3
 DW_MAX_PAIRS = 64                   # PE_ARM_DW_MAX_PAIRS in pe_arm_kernels.h
 
@@ -63,6 +67,22 @@ def requant_words(multiplier: np.ndarray, shift: np.ndarray) -> np.ndarray | Non
             np.any(m >= 1 << 31):
         return None
     return np.stack([np.left_shift(np.int64(1), e - 2), m, e - 1], axis=1).reshape(-1)
+
+
+FOLD_MAX_E1 = 22                    # zero point folded when every channel's e - 1 <= this
+
+
+def fold_zero_point(words: np.ndarray, zero_point: int) -> np.ndarray | None:
+    """``requant_words`` with the output zero point folded into the constant: adding
+    ``zp * 2^(e-1)`` to the high word adds exactly ``zp`` after the shift right by e - 1
+    (floor((x + zp * 2^s) / 2^s) = floor(x / 2^s) + zp), saving an add per output. None when
+    some channel's shift is too large for the high word to stay inside int32
+    (|zp| <= 128: e - 1 <= 22 keeps it below 2^31 for every accumulator)."""
+    w = np.asarray(words, dtype=np.int64).reshape(-1, RQ_WORDS).copy()
+    if np.any(w[:, 2] > FOLD_MAX_E1) or abs(int(zero_point)) > 128:
+        return None
+    w[:, 0] += np.left_shift(np.int64(int(zero_point)), w[:, 2])
+    return w.reshape(-1)
 
 
 def _rq_arg(ref: KernelCall, n_out: int) -> ArrayArg | None:
@@ -109,8 +129,10 @@ def pack_rows(weight: np.ndarray, block: int) -> np.ndarray:
 
 def body_call(call: KernelCall, graph: Graph | None = None) -> KernelCall:
     """The specialised form of an out-of-line arm record: the kernel's body with its shapes,
-    offsets and clamps as literal int32 arguments (see the module docstring). A conv or FC
-    whose weights ``graph`` does not change at run time reads a packed copy (flash)."""
+    offsets and clamps as literal int32 arguments (see the module docstring), the output zero
+    point folded into the requantization constants where it fits (``fold_zero_point``). A
+    conv or FC whose weights ``graph`` does not change at run time reads a packed copy
+    (flash)."""
     def s(name: str) -> dict:
         return call.arg(name).value.values
 
@@ -135,10 +157,14 @@ def body_call(call: KernelCall, graph: Graph | None = None) -> KernelCall:
             head[-1] = ("filter", ArrayArg(ConstArray("filter", "int8_t", pack_rows(
                 w.data, 2 if kernel == "pe_arm_conv_s8" else 4))))
         head.append(("packed", ScalarArg("int32_t", int(packed))))
-    head += [("bias", call.arg("bias")), ("rq", call.arg("rq")), ("output", call.arg("output"))]
+    rq, out_off = call.arg("rq"), int(p["output_offset"])
+    folded = fold_zero_point(rq.value.values, out_off)
+    if folded is not None:
+        rq, out_off = ArrayArg(int32_array("rq", folded)), 0
+    head += [("bias", call.arg("bias")), ("rq", rq), ("output", call.arg("output"))]
     if kernel == "pe_arm_fc_s8":
-        tail = _i32(o["n"] * o["h"] * o["w"], i["c"], o["c"], p["input_offset"],
-                    p["output_offset"], act["min"], act["max"])
+        tail = _i32(o["n"] * o["h"] * o["w"], i["c"], o["c"], p["input_offset"], out_off,
+                    act["min"], act["max"])
     else:
         f = s("filter_dims")
         st, pad = p["stride"].values, p["padding"].values
@@ -146,11 +172,10 @@ def body_call(call: KernelCall, graph: Graph | None = None) -> KernelCall:
         if kernel == "pe_arm_conv_s8":
             dil = p["dilation"].values
             tail = _i32(o["n"], i["h"], i["w"], i["c"], o["h"], o["w"], o["c"], *common,
-                        dil["h"], dil["w"], p["input_offset"], p["output_offset"], act["min"],
-                        act["max"])
+                        dil["h"], dil["w"], p["input_offset"], out_off, act["min"], act["max"])
         else:
             tail = _i32(o["n"], i["h"], i["w"], i["c"], o["h"], o["w"], *common,
-                        p["input_offset"], p["output_offset"], act["min"], act["max"])
+                        p["input_offset"], out_off, act["min"], act["max"])
     return replace(call, kernel=kernel, args=tuple(head + tail))
 
 
@@ -283,7 +308,9 @@ OUT_OF_LINE: dict[str, Builder] = {
 def _specialised(builder: Builder) -> Builder:
     def build(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
         call = builder(graph, op, batch, target)
-        return None if call is None else body_call(call, graph)
+        if call is None or GENERIC in target.features:
+            return call
+        return body_call(call, graph)
     return build
 
 

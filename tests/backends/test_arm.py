@@ -23,7 +23,9 @@ def _c_requant(acc: np.ndarray, words: np.ndarray) -> np.ndarray:
     neg = (acc < 0).astype(np.int64)
     lo = np.where(neg == 1, 0xC0000000, 0x40000000).astype(np.int64)
     total = ((hi0 - neg) << 32) + lo + acc * m           # SMLAL into hi:lo
-    return (total >> 32) >> e1                           # high word, arithmetic shift
+    hi = total >> 32
+    assert np.all((hi >= -(1 << 31)) & (hi < (1 << 31)))   # the C high word is an int32
+    return hi >> e1                                      # arithmetic shift
 
 
 def _int32s(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -53,6 +55,25 @@ def test_one_rounding_requantization_equals_two_steps():
         assert np.array_equal(_c_requant(acc, words), want), (m, shift)
         checked += acc.size
     assert checked > 1_000_000
+
+
+def test_folded_zero_point_adds_it_after_the_shift():
+    """The high word with zp * 2^(e-1) folded in gives the requantized value plus zp, for every
+    zero point and the largest shift folding allows; larger shifts do not fold."""
+    rng = np.random.default_rng(4)
+    for trial in range(200):
+        m = int(rng.integers((1 << 30) + 1, 1 << 31))
+        shift = -int(rng.integers(2, arm.FOLD_MAX_E1 + 2))
+        zp = int(rng.integers(-128, 128)) if trial % 5 else (-128, 127, 0, -1, 128)[trial % 25 // 5]
+        words = arm.requant_words(np.array([m]), np.array([shift]))
+        folded = arm.fold_zero_point(words, zp)
+        assert folded is not None
+        acc = _int32s(rng, 1000)
+        got = _c_requant(acc, folded)
+        assert np.array_equal(got, nx.multiply_by_quantized_multiplier(acc, m, shift) + zp)
+        assert np.all(np.abs(got) < 2**31)
+    words = arm.requant_words(np.array([(1 << 30) + 5]), np.array([-(arm.FOLD_MAX_E1 + 2)]))
+    assert arm.fold_zero_point(words, 3) is None
 
 
 def test_requantization_outside_the_range_declines():
@@ -159,3 +180,37 @@ def test_arm_needs_the_dsp_extension(board):
     with pytest.raises(PockError, match=f"backend arm needs a core with dsp or mve|"
                                         f"backend arm has no kernels for hexagon"):
         chain_for(load_board(board), "arm")
+
+
+def test_flash_short_falls_back_to_the_out_of_line_kernels(tmp_path, digits_graph):
+    """A board whose flash holds the out-of-line kernels' tables but not the specialised ones'
+    (packed weight copies): compile takes the out-of-line kernels instead of failing; a board
+    with room keeps the specialised bodies; the estimate counts the kernel tables."""
+    import yaml
+
+    from codegen import pipeline
+    from codegen.board import boards_dir, load_board
+    from codegen.safe_yaml import load_yaml_file
+
+    spec = "bias:all+weight:last1"
+    board = load_board("mps2-an386")
+    need = {}
+    for specialise in (True, False):
+        low = [pipeline.plan_lowered(g, board, "arm") for g in
+               (digits_graph, pipeline.training_graph(digits_graph, spec))]
+        if not specialise:
+            low = [pipeline._relower_generic(lg) for lg in low]
+        need[specialise] = pipeline.project_memory(board, *low)["flash"]
+    assert need[True] > need[False]                    # packed copies of frozen weights
+    d = load_yaml_file(boards_dir() / "mps2-an386.yaml", "board file")
+    d["budget"]["flash"] = f"{(need[True] + need[False]) // 2} B"
+    (tmp_path / "tight").mkdir()
+    path = tmp_path / "tight" / "mps2-an386.yaml"
+    path.write_text(yaml.safe_dump(d, sort_keys=False))
+    proj = pipeline.compile_model(digits_graph, board=str(path), spec=spec,
+                                  out_dir=tmp_path / "p", backend="arm")
+    kernels = {o["kernel"] for o in proj.manifest["ops"] if o["backend"] == "arm"}
+    assert kernels and all(k.endswith("_arm") for k in kernels), kernels
+    roomy = pipeline.compile_model(digits_graph, board="mps2-an386", spec=spec,
+                                   out_dir=tmp_path / "q", backend="arm")
+    assert any(o["kernel"].startswith("pe_arm_") for o in roomy.manifest["ops"])
