@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from codegen.backends import arm
+from codegen.backends import NullArg, Target, arm
 from codegen.ir import Graph
 from tests.backends import cmsis_cases
 from tests.kernels.cases import Case, Rng, _pair, conv2d_graph, random_feeds
@@ -102,9 +102,6 @@ def path(graph: Graph, batch: int) -> str:
         return "fc-" + "-".join(filter(None, ["quads" if units >= 4 else "",
                                               "rest" if units % 4 else "",
                                               "tail" if depth % 4 else ""]))
-    from codegen.backends.arm import ARM
-    from codegen.backends import Target
-    call = ARM.build(graph, op, batch, Target())
+    call = arm.ARM.build(graph, op, batch, Target())
     assert call is not None
-    from codegen.backends import NullArg
     return "add-generic" if isinstance(call.arg("rq"), NullArg) else "add-rq"

@@ -177,8 +177,8 @@ def test_arm_needs_the_dsp_extension(board):
     from codegen.board import load_board
     from codegen.errors import PockError
 
-    with pytest.raises(PockError, match=f"backend arm needs a core with dsp or mve|"
-                                        f"backend arm has no kernels for hexagon"):
+    with pytest.raises(PockError, match="backend arm needs a core with dsp or mve|"
+                                        "backend arm has no kernels for hexagon"):
         chain_for(load_board(board), "arm")
 
 

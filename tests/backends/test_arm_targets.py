@@ -11,7 +11,6 @@ code, so it runs in CI.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from codegen.backends import Target
 from codegen.board import Board
 from codegen.targets import cross_compile, run_on_emulator
 from tests.kernels.c_runner import KERNELS_DIR
-from tests.kernels.train_target import render_cases
+from tests.kernels.train_target import chunk_cases, render_cases
 from tests.targets.helpers import runnable
 
 from . import arm_cases
@@ -49,19 +48,6 @@ def _cases(target: Target) -> list[tuple]:
             out.append((graph, [feeds[n] for n in graph.inputs], batch,
                         arm_cases.path(graph, batch), form))
     return out
-
-
-def _chunks(cases: Sequence[tuple]) -> list[list[tuple]]:
-    chunks: list[list[tuple]] = [[]]
-    size = 0
-    for c in cases:
-        n = sum(t.nbytes for t in c[0].tensors.values()) * c[2]
-        if chunks[-1] and (size + n > IMAGE_BYTES or len(chunks[-1]) >= CASES_PER_IMAGE):
-            chunks.append([])
-            size = 0
-        chunks[-1].append(c)
-        size += n
-    return chunks
 
 
 def _run(board: Board, cases: list[tuple], target: Target, out: Path) -> list[tuple[int, int]]:
@@ -98,7 +84,7 @@ def test_arm_kernels_bit_exact_on_the_core(name, tmp_path):
     assert PATHS <= reached, PATHS - reached
     assert {c[4] for c in cases} == {"arm", "arm-plain"}
     bad: dict[str, int] = {}
-    for k, chunk in enumerate(_chunks(cases)):
+    for k, chunk in enumerate(chunk_cases(cases, IMAGE_BYTES, CASES_PER_IMAGE)):
         for (_, _, _, label, form), (got, want) in zip(
                 chunk, _run(board, chunk, target, tmp_path / f"image{k}"), strict=True):
             if got != want:

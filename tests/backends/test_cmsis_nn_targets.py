@@ -11,7 +11,6 @@ qemu-system-arm.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +22,7 @@ from codegen.backends import cmsis_nn as cm
 from codegen.board import Board
 from codegen.targets import cross_compile, run_on_emulator
 from tests.kernels.c_runner import KERNELS_DIR
-from tests.kernels.train_target import render_cases, struct_init
+from tests.kernels.train_target import chunk_cases, render_cases, struct_init
 from tests.targets.helpers import runnable
 
 from . import cmsis_cases
@@ -88,19 +87,6 @@ def _cases(target: Target) -> list[tuple]:
     return out
 
 
-def _chunks(cases: Sequence[tuple]) -> list[list[tuple]]:
-    chunks: list[list[tuple]] = [[]]
-    size = 0
-    for c in cases:
-        n = sum(t.nbytes for t in c[0].tensors.values()) * c[2]
-        if chunks[-1] and size + n > IMAGE_BYTES:
-            chunks.append([])
-            size = 0
-        chunks[-1].append(c)
-        size += n
-    return chunks
-
-
 def _run(board: Board, cases: list[tuple], target: Target, root: Path, out: Path
          ) -> list[tuple[list[int], list[int]]]:
     """(printed, expected) values per case of one image."""
@@ -149,7 +135,7 @@ def test_cmsis_kernels_bit_exact_on_the_core(name, tmp_path):
     reached = {c[3] for c in cases}
     assert PATHS[cm.core(target)] <= reached, PATHS[cm.core(target)] - reached
     bad: dict[str, int] = {}
-    for k, chunk in enumerate(_chunks(cases)):
+    for k, chunk in enumerate(chunk_cases(cases, IMAGE_BYTES)):
         for (graph, _, _, label), (got, want) in zip(
                 chunk, _run(board, chunk, target, root, tmp_path / f"image{k}"), strict=True):
             if got != want:

@@ -242,6 +242,22 @@ def training_expected(graph: Graph, inputs: list) -> dict[str, np.ndarray]:
             for n in vals}
 
 
+def chunk_cases(cases: Sequence[tuple], image_bytes: int, max_cases: int = 0) -> list[list]:
+    """Single-op cases (graph, inputs, batch, ...) split into images of at most
+    ``image_bytes`` of tensor data (and ``max_cases`` cases, when given), in order."""
+    chunks: list[list] = [[]]
+    size = 0
+    for c in cases:
+        n = sum(t.nbytes for t in c[0].tensors.values()) * c[2]
+        if chunks[-1] and (size + n > image_bytes or
+                           (max_cases and len(chunks[-1]) >= max_cases)):
+            chunks.append([])
+            size = 0
+        chunks[-1].append(c)
+        size += n
+    return chunks
+
+
 def render_cases(cases: Sequence[tuple[Graph, list]], record: Record = training_record,
                  expected: Expected = training_expected,
                  headers: Sequence[str] = ("pe_train_kernels.h",), fill: int = 0,

@@ -22,6 +22,17 @@
 #define PE_ARM_VFP 0
 #endif
 
+/* s0..s7 += g * s16..s23 (g: one S register), eight non-fused multiply-accumulates */
+#define PE_ARM_VMLA8(g)                                                                     \
+    "vmla.f32 s0, " g ", s16\n\t"                                                         \
+    "vmla.f32 s1, " g ", s17\n\t"                                                         \
+    "vmla.f32 s2, " g ", s18\n\t"                                                         \
+    "vmla.f32 s3, " g ", s19\n\t"                                                         \
+    "vmla.f32 s4, " g ", s20\n\t"                                                         \
+    "vmla.f32 s5, " g ", s21\n\t"                                                         \
+    "vmla.f32 s6, " g ", s22\n\t"                                                         \
+    "vmla.f32 s7, " g ", s23\n\t"
+
 /* out[j] = from[j] + sum of g[k] * w[8k + j] over k = 0..n-1 in order, j = 0..7: eight sums
  * over n terms (g: n floats; w: n rows of 8 floats; from and out may be the same). Four terms
  * per loop pass (one VLDM of four g, four VLDMs of eight w, 32 VMLAs), the rest one by one. */
@@ -41,41 +52,13 @@ static inline void pe_arm_f32_axpy8(const float *from, float *out, const float *
             "1:\n\t"
             "vldmia %[g]!, {s24-s27}\n\t"
             "vldmia %[w]!, {s16-s23}\n\t"
-            "vmla.f32 s0, s24, s16\n\t"
-            "vmla.f32 s1, s24, s17\n\t"
-            "vmla.f32 s2, s24, s18\n\t"
-            "vmla.f32 s3, s24, s19\n\t"
-            "vmla.f32 s4, s24, s20\n\t"
-            "vmla.f32 s5, s24, s21\n\t"
-            "vmla.f32 s6, s24, s22\n\t"
-            "vmla.f32 s7, s24, s23\n\t"
+            PE_ARM_VMLA8("s24")
             "vldmia %[w]!, {s16-s23}\n\t"
-            "vmla.f32 s0, s25, s16\n\t"
-            "vmla.f32 s1, s25, s17\n\t"
-            "vmla.f32 s2, s25, s18\n\t"
-            "vmla.f32 s3, s25, s19\n\t"
-            "vmla.f32 s4, s25, s20\n\t"
-            "vmla.f32 s5, s25, s21\n\t"
-            "vmla.f32 s6, s25, s22\n\t"
-            "vmla.f32 s7, s25, s23\n\t"
+            PE_ARM_VMLA8("s25")
             "vldmia %[w]!, {s16-s23}\n\t"
-            "vmla.f32 s0, s26, s16\n\t"
-            "vmla.f32 s1, s26, s17\n\t"
-            "vmla.f32 s2, s26, s18\n\t"
-            "vmla.f32 s3, s26, s19\n\t"
-            "vmla.f32 s4, s26, s20\n\t"
-            "vmla.f32 s5, s26, s21\n\t"
-            "vmla.f32 s6, s26, s22\n\t"
-            "vmla.f32 s7, s26, s23\n\t"
+            PE_ARM_VMLA8("s26")
             "vldmia %[w]!, {s16-s23}\n\t"
-            "vmla.f32 s0, s27, s16\n\t"
-            "vmla.f32 s1, s27, s17\n\t"
-            "vmla.f32 s2, s27, s18\n\t"
-            "vmla.f32 s3, s27, s19\n\t"
-            "vmla.f32 s4, s27, s20\n\t"
-            "vmla.f32 s5, s27, s21\n\t"
-            "vmla.f32 s6, s27, s22\n\t"
-            "vmla.f32 s7, s27, s23\n\t"
+            PE_ARM_VMLA8("s27")
             "subs %[q], %[q], #1\n\t"
             "bne 1b\n\t"
             "2:\n\t"
@@ -84,14 +67,7 @@ static inline void pe_arm_f32_axpy8(const float *from, float *out, const float *
             "3:\n\t"
             "vldmia %[g]!, {s24}\n\t"
             "vldmia %[w]!, {s16-s23}\n\t"
-            "vmla.f32 s0, s24, s16\n\t"
-            "vmla.f32 s1, s24, s17\n\t"
-            "vmla.f32 s2, s24, s18\n\t"
-            "vmla.f32 s3, s24, s19\n\t"
-            "vmla.f32 s4, s24, s20\n\t"
-            "vmla.f32 s5, s24, s21\n\t"
-            "vmla.f32 s6, s24, s22\n\t"
-            "vmla.f32 s7, s24, s23\n\t"
+            PE_ARM_VMLA8("s24")
             "subs %[r], %[r], #1\n\t"
             "bne 3b\n\t"
             "4:\n\t"
@@ -169,14 +145,7 @@ static inline void pe_arm_f32_axpy8_s8(const float *from, float *out, const floa
             "vmul.f32 s21, s21, s25\n\t"
             "vmul.f32 s22, s22, s25\n\t"
             "vmul.f32 s23, s23, s25\n\t"
-            "vmla.f32 s0, s24, s16\n\t"
-            "vmla.f32 s1, s24, s17\n\t"
-            "vmla.f32 s2, s24, s18\n\t"
-            "vmla.f32 s3, s24, s19\n\t"
-            "vmla.f32 s4, s24, s20\n\t"
-            "vmla.f32 s5, s24, s21\n\t"
-            "vmla.f32 s6, s24, s22\n\t"
-            "vmla.f32 s7, s24, s23\n\t"
+            PE_ARM_VMLA8("s24")
             "subs %[k], %[k], #1\n\t"
             "bne 1b\n\t"
             "vstmia %[out], {s0-s7}\n\t"
@@ -260,41 +229,13 @@ static inline void pe_arm_f32_axpy8x4(float *acc, const float g[4], const float 
         "vldmia %[acc], {s0-s7}\n\t"
         "vldmia %[g], {s24-s27}\n\t"
         "vldmia %[x0], {s16-s23}\n\t"
-        "vmla.f32 s0, s24, s16\n\t"
-        "vmla.f32 s1, s24, s17\n\t"
-        "vmla.f32 s2, s24, s18\n\t"
-        "vmla.f32 s3, s24, s19\n\t"
-        "vmla.f32 s4, s24, s20\n\t"
-        "vmla.f32 s5, s24, s21\n\t"
-        "vmla.f32 s6, s24, s22\n\t"
-        "vmla.f32 s7, s24, s23\n\t"
+        PE_ARM_VMLA8("s24")
         "vldmia %[x1], {s16-s23}\n\t"
-        "vmla.f32 s0, s25, s16\n\t"
-        "vmla.f32 s1, s25, s17\n\t"
-        "vmla.f32 s2, s25, s18\n\t"
-        "vmla.f32 s3, s25, s19\n\t"
-        "vmla.f32 s4, s25, s20\n\t"
-        "vmla.f32 s5, s25, s21\n\t"
-        "vmla.f32 s6, s25, s22\n\t"
-        "vmla.f32 s7, s25, s23\n\t"
+        PE_ARM_VMLA8("s25")
         "vldmia %[x2], {s16-s23}\n\t"
-        "vmla.f32 s0, s26, s16\n\t"
-        "vmla.f32 s1, s26, s17\n\t"
-        "vmla.f32 s2, s26, s18\n\t"
-        "vmla.f32 s3, s26, s19\n\t"
-        "vmla.f32 s4, s26, s20\n\t"
-        "vmla.f32 s5, s26, s21\n\t"
-        "vmla.f32 s6, s26, s22\n\t"
-        "vmla.f32 s7, s26, s23\n\t"
+        PE_ARM_VMLA8("s26")
         "vldmia %[x3], {s16-s23}\n\t"
-        "vmla.f32 s0, s27, s16\n\t"
-        "vmla.f32 s1, s27, s17\n\t"
-        "vmla.f32 s2, s27, s18\n\t"
-        "vmla.f32 s3, s27, s19\n\t"
-        "vmla.f32 s4, s27, s20\n\t"
-        "vmla.f32 s5, s27, s21\n\t"
-        "vmla.f32 s6, s27, s22\n\t"
-        "vmla.f32 s7, s27, s23\n\t"
+        PE_ARM_VMLA8("s27")
         "vstmia %[acc], {s0-s7}\n\t"
         :
         : [acc] "r"(acc), [g] "r"(g), [x0] "r"(x0), [x1] "r"(x1), [x2] "r"(x2), [x3] "r"(x3)

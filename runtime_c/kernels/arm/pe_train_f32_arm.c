@@ -19,23 +19,11 @@
  * w_r = float(w) * scale[o]; x_r = float(x + input_offset) * input_scale, as ref. */
 #include "pe_arm_f32.h"
 #include "pe_arm_kernels.h"
+#include "pe_window.h"
 
 enum { PE_ARM_OB = 64 };                 /* output channels per block of the grad-input buffer */
 
 static const float pe_arm_zero8[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-
-/* the output coordinate that reads input coordinate i through tap k, or -1 */
-static int32_t pe_arm_tap_source(int32_t i, int32_t k, int32_t stride, int32_t pad,
-                                 int32_t dilation, int32_t out_size)
-{
-    const int32_t p = i + pad - k * dilation;
-    int32_t o;
-    if (p < 0 || p % stride != 0) {
-        return -1;
-    }
-    o = p / stride;
-    return o < out_size ? o : -1;
-}
 
 int32_t pe_arm_grad_input_f32_scratch(int32_t out_c)
 {
@@ -181,7 +169,7 @@ void pe_conv2d_grad_input_f32_arm(const pe_context *ctx, const pe_conv_grad_para
         for (ky = 0; ky < k_h; ++ky) {
             for (kx = 0; kx < k_w; ++kx) {
                 for (iw = 0; iw < in_w; ++iw) {
-                    ox_of[iw] = (int16_t)pe_arm_tap_source(iw, kx, params->stride.w,
+                    ox_of[iw] = (int16_t)pe_tap_source(iw, kx, params->stride.w,
                                                            params->padding.w,
                                                            params->dilation.w, out_w);
                 }
@@ -197,7 +185,7 @@ void pe_conv2d_grad_input_f32_arm(const pe_context *ctx, const pe_conv_grad_para
                     }
                     for (n = 0; n < dx_dims->n; ++n) {
                         for (ih = 0; ih < in_h; ++ih) {
-                            const int32_t oy = pe_arm_tap_source(ih, ky, params->stride.h,
+                            const int32_t oy = pe_tap_source(ih, ky, params->stride.h,
                                                                  params->padding.h,
                                                                  params->dilation.h, out_h);
                             if (oy < 0) {
@@ -278,7 +266,7 @@ static void pe_arm_tap_run(int32_t i, int32_t k, int32_t stride, int32_t pad, in
 {
     int32_t t, n = 0, first = -1;
     for (t = 0; t < k; ++t) {
-        if (pe_arm_tap_source(i, t, stride, pad, 1, out_size) >= 0) {
+        if (pe_tap_source(i, t, stride, pad, 1, out_size) >= 0) {
             first = first < 0 ? t : first;
             ++n;
         }

@@ -12,19 +12,7 @@
  */
 #include "pe_grad_fixed.h"
 #include "pe_train_kernels.h"
-
-/* The output coordinate that reads input coordinate i through tap k, or -1. */
-static int32_t pe_tap_source(int32_t i, int32_t k, int32_t stride, int32_t pad,
-                             int32_t dilation, int32_t out_size)
-{
-    const int32_t p = i + pad - k * dilation;
-    int32_t o;
-    if (p < 0 || p % stride != 0) {
-        return -1;
-    }
-    o = p / stride;
-    return o < out_size ? o : -1;
-}
+#include "pe_window.h"
 
 static int32_t pe_prescale(int32_t dy, const pe_grad_input_quant *quant, int32_t o)
 {
