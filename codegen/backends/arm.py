@@ -189,8 +189,10 @@ def out_of_line(graph: Graph, op: Op, batch: int = 1, target: Target | None = No
 
 # -- builders -------------------------------------------------------------------------------------
 def conv_scratch(k_h: int, k_w: int, in_c: int) -> int:
-    """pe_conv2d_s8_arm_scratch: two int16 columns of k_h * k_w * in_c rounded up to 4."""
-    return 2 * ((k_h * k_w * in_c + 3) & ~3) * 2
+    """pe_conv2d_s8_arm_scratch: two int16 columns of k_h * k_w * in_c rounded up to 4, and a
+    staging row of as many bytes when in_c is not a multiple of four."""
+    k4 = (k_h * k_w * in_c + 3) & ~3
+    return 2 * k4 * 2 + (k4 if in_c % 4 else 0)
 
 
 def depthwise_scratch(out_h: int, out_w: int, k_h: int, k_w: int, s_h: int, s_w: int) -> int:

@@ -8,7 +8,8 @@
  * channels) runs over them with SMLAD, four products per weight word: over weights packed at
  * compile time (an assembly loop on DSP cores), or over the filter as it is when training
  * changes it. Requantization is pe_arm.h's one-rounding form (rq: three int32 per channel).
- * Scratch: two columns of k_h * k_w * in_c int16 rounded up to a multiple of four.
+ * Scratch: two columns of k_h * k_w * in_c int16 rounded up to a multiple of four, and when
+ * in_c is not a multiple of four a staging row of as many bytes.
  */
 #ifndef PE_ARM_CONV_H
 #define PE_ARM_CONV_H
@@ -22,21 +23,48 @@ static inline int32_t pe_arm_at(int32_t slot, int32_t j)
     return ((slot >> 2) << 3) + (j << 2) + (slot & 3);
 }
 
-/* Column j of output pixel (oy, ox): k_h * k_w * in_c values, zeros up to a multiple of 4. */
-static inline void pe_arm_column(int16_t *cols, int32_t j, const int8_t *in, int32_t oy,
-                                 int32_t ox, int32_t in_h, int32_t in_w, int32_t c, int32_t k_h,
-                                 int32_t k_w, int32_t stride_h, int32_t stride_w, int32_t pad_h,
-                                 int32_t pad_w, int32_t dil_h, int32_t dil_w, int32_t in_off)
+/* Column j of output pixel (oy, ox): k_h * k_w * in_c values, zeros up to a multiple of 4.
+ * Channel counts that are multiples of four expand straight from the input; others gather the
+ * window's bytes into `stage` first (whole rows of the window with one copy, padding as the
+ * input zero point, which the offset turns into 0) and expand that four values at a time. */
+static inline void pe_arm_column(int16_t *cols, int8_t *stage, int32_t j, const int8_t *in,
+                                 int32_t oy, int32_t ox, int32_t in_h, int32_t in_w, int32_t c,
+                                 int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
+                                 int32_t pad_h, int32_t pad_w, int32_t dil_h, int32_t dil_w,
+                                 int32_t in_off)
 {
     const uint32_t off2 = pe_arm_pack16(in_off, in_off);
     const int32_t k = k_h * k_w * c;
     const int32_t iy0 = oy * stride_h - pad_h;
     const int32_t ix0 = ox * stride_w - pad_w;
     int32_t ky, kx, i, pos = 0;
-    if (k & 3) {
-        int16_t *last = cols + pe_arm_at(k & ~3, j);
-        pe_arm_st32(last, 0u);
-        pe_arm_st32(last + 2, 0u);
+    if ((c & 3) != 0) {
+        const int8_t zp = (int8_t)(-in_off);
+        const int32_t row = k_w * c;
+        for (ky = 0; ky < k_h; ++ky, pos += row) {
+            const int32_t iy = iy0 + ky * dil_h;
+            if (iy < 0 || iy >= in_h) {
+                memset(stage + pos, zp, (size_t)row);
+            } else if (dil_w == 1 && ix0 >= 0 && ix0 + k_w <= in_w) {
+                memcpy(stage + pos, in + (iy * in_w + ix0) * c, (size_t)row);
+            } else {
+                for (kx = 0; kx < k_w; ++kx) {
+                    const int32_t ix = ix0 + kx * dil_w;
+                    if (ix < 0 || ix >= in_w) {
+                        memset(stage + pos + kx * c, zp, (size_t)c);
+                    } else {
+                        memcpy(stage + pos + kx * c, in + (iy * in_w + ix) * c, (size_t)c);
+                    }
+                }
+            }
+        }
+        for (i = k; i < ((k + 3) & ~3); ++i) {
+            stage[i] = zp;
+        }
+        for (i = 0; i < k; i += 4) {
+            pe_arm_expand4(cols + pe_arm_at(i, j), stage + i, off2);
+        }
+        return;
     }
     for (ky = 0; ky < k_h; ++ky) {
         const int32_t iy = iy0 + ky * dil_h;
@@ -44,28 +72,16 @@ static inline void pe_arm_column(int16_t *cols, int32_t j, const int8_t *in, int
             const int32_t ix = ix0 + kx * dil_w;
             const int8_t *src;
             if (iy < 0 || iy >= in_h || ix < 0 || ix >= in_w) {
-                if ((c & 3) == 0) {
-                    for (i = 0; i < c; i += 4) {
-                        int16_t *d = cols + pe_arm_at(pos + i, j);
-                        pe_arm_st32(d, 0u);
-                        pe_arm_st32(d + 2, 0u);
-                    }
-                } else {
-                    for (i = 0; i < c; ++i) {
-                        cols[pe_arm_at(pe_arm_slot(pos + i), j)] = 0;
-                    }
+                for (i = 0; i < c; i += 4) {
+                    int16_t *d = cols + pe_arm_at(pos + i, j);
+                    pe_arm_st32(d, 0u);
+                    pe_arm_st32(d + 2, 0u);
                 }
                 continue;
             }
             src = in + (iy * in_w + ix) * c;
-            if ((c & 3) == 0) {
-                for (i = 0; i < c; i += 4) {
-                    pe_arm_expand4(cols + pe_arm_at(pos + i, j), src + i, off2);
-                }
-            } else {
-                for (i = 0; i < c; ++i) {
-                    cols[pe_arm_at(pe_arm_slot(pos + i), j)] = (int16_t)((int32_t)src[i] + in_off);
-                }
+            for (i = 0; i < c; i += 4) {
+                pe_arm_expand4(cols + pe_arm_at(pos + i, j), src + i, off2);
             }
         }
     }
@@ -200,6 +216,7 @@ PE_ARM_KERNEL void pe_arm_conv_s8(const pe_context *ctx, const int8_t *input,
 {
     const int32_t k = k_h * k_w * in_c;
     int16_t *const cols = (int16_t *)ctx->buf;
+    int8_t *const stage = (int8_t *)(cols + 2 * ((k + 3) & ~3));
     int32_t b, oy, ox;
     for (b = 0; b < n; ++b) {
         const int8_t *in = input + b * in_h * in_w * in_c;
@@ -207,8 +224,8 @@ PE_ARM_KERNEL void pe_arm_conv_s8(const pe_context *ctx, const int8_t *input,
         int32_t pending = 0, py = 0, px = 0;     /* a pixel waiting for its pair */
         for (oy = 0; oy < out_h; ++oy) {
             for (ox = 0; ox < out_w; ++ox) {
-                pe_arm_column(cols, pending, in, oy, ox, in_h, in_w, in_c, k_h, k_w, stride_h,
-                              stride_w, pad_h, pad_w, dil_h, dil_w, in_off);
+                pe_arm_column(cols, stage, pending, in, oy, ox, in_h, in_w, in_c, k_h, k_w,
+                              stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, in_off);
                 if (!pending) {
                     pending = 1;
                     py = oy;
