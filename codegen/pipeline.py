@@ -378,6 +378,20 @@ def fit_budget(board: Any, infer: LoweredGraph, train: LoweredGraph | None, data
         except PockError as e:
             error = e
     pins = dict(pins)
+    least = {name: min(ch.candidates, key=lambda c: c.scratch_bytes).backend
+             for lg in (infer, train) if lg is not None
+             for name, ch in lg.lowering.choices.items() if name not in pins}
+    if any(lg is not None and any(ch.call.backend != least.get(name, ch.call.backend)
+                                  for name, ch in lg.lowering.choices.items())
+           for lg in (infer, train)):
+        # when even the least scratch everywhere does not fit, no swap will: say so now
+        # (one plan instead of one per op)
+        smallest = [None if lg is None else _replan(lg, {**least, **pins})
+                    for lg in (infer, train)]
+        try:
+            check_device_budget(board, smallest[0], smallest[1], data)
+        except PockError as e:
+            raise e from None
     while True:
         swaps = sorted(((ch.call.scratch_bytes, name, min(ch.candidates,
                                                           key=lambda c: c.scratch_bytes))

@@ -27,9 +27,10 @@ What each kernel takes (others decline):
 - fully_connected: symmetric weights (filter offset 0), per tensor or per channel;
 - add: equal shapes (no broadcast);
 - fp32 backward (out of line, ``pe_train_f32_arm.c``, the ref signatures): input gradients of
-  convolutions with one group and FC, weight gradients of pointwise convs and FC, depthwise input gradients (multiplier 1, dilation 1),
-  average-pooling gradients of windows that do not overlap — the same float32 sums in the
-  same order as ref, with eight-wide VLDM + VMLA loops on FPU cores.
+  convolutions with one group and of FC, weight gradients of pointwise convs and FC, depthwise
+  input gradients (multiplier 1, dilation 1), average-pooling gradients of windows that do not
+  overlap — the same float32 sums in the same order as ref, with eight-wide VLDM + VMLA loops
+  on FPU cores.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ SUFFIX = "_arm"
 # specialised code and packed weights do not fit the board's flash (pipeline.fit_budget).
 GENERIC = "arm-generic"
 RQ_WORDS = 3
-DW_MAX_PAIRS = 64                   # PE_ARM_DW_MAX_PAIRS in pe_arm_kernels.h
+DW_MAX_PAIRS = 64                   # PE_ARM_DW_MAX_PAIRS in arm/pe_arm_dw.h
 
 
 def requant_words(multiplier: np.ndarray, shift: np.ndarray) -> np.ndarray | None:
