@@ -381,9 +381,10 @@ def _backend_option(sp: argparse.ArgumentParser) -> None:
     from .backends import CHOICES
 
     sp.add_argument("--backend", default="auto", metavar="|".join(CHOICES),
-                    help="kernel backend chain: auto (the board's default: cmsis-nn on cores "
-                    "with DSP/MVE when CMSIS-NN is checked out, else ref), ref (portable C), "
-                    "or a backend first with ref for the ops it does not take")
+                    help="kernel backend chain: auto (the board's default: on cores with "
+                    "DSP/MVE arm, then cmsis-nn when CMSIS-NN is checked out, then ref; the "
+                    "cheapest kernel per op), ref (portable C), or a backend first with ref "
+                    "for the ops it does not take")
     sp.add_argument("--no-measure", action="store_true",
                     help="choose among candidate kernels by the static cost model instead of "
                     "measuring them on the board's emulator (measurements are cached)")
