@@ -11,8 +11,8 @@
  *           the ref quant struct stays in the signature (unused) so records stay alike;
  *   tables  (add) the 2 x 256 rescaled input values.
  *
- * ctx->buf must hold the bytes of the record's scratch_bytes (the *_scratch functions give
- * the same numbers as the Python formulas). Depthwise: depth multiplier 1, dilation 1,
+ * ctx->buf must hold the bytes of the record's scratch_bytes (codegen/backends/arm.py's
+ * formulas; each kernel's comment says what the buffer holds). Depthwise: depth multiplier 1, dilation 1,
  * k_h * ceil(k_w / 2) <= PE_ARM_DW_MAX_PAIRS; conv: one group.
  *
  * These out-of-line kernels run the bodies of arm/pe_arm_*.h with run-time shapes. Generated
@@ -35,7 +35,6 @@ void pe_conv2d_s8_arm(const pe_context *ctx, const pe_conv_params *params,
                       const pe_dims *input_dims, const int8_t *input, const pe_dims *filter_dims,
                       const int8_t *filter, const int32_t *bias, const pe_dims *output_dims,
                       int8_t *output);
-int32_t pe_conv2d_s8_arm_scratch(int32_t k_h, int32_t k_w, int32_t in_c);
 
 void pe_depthwise_conv2d_s8_arm(const pe_context *ctx, const pe_dw_conv_params *params,
                                 const pe_per_channel_quant *quant, const int32_t *rq,
@@ -43,22 +42,19 @@ void pe_depthwise_conv2d_s8_arm(const pe_context *ctx, const pe_dw_conv_params *
                                 const pe_dims *filter_dims, const int8_t *filter,
                                 const int32_t *bias, const pe_dims *output_dims,
                                 int8_t *output);
-int32_t pe_depthwise_conv2d_s8_arm_scratch(int32_t out_h, int32_t out_w, int32_t k_h,
-                                           int32_t k_w, int32_t stride_h, int32_t stride_w);
 
 void pe_fully_connected_s8_arm(const pe_context *ctx, const pe_fc_params *params,
                                const int32_t *rq, const pe_dims *input_dims,
                                const int8_t *input, const pe_dims *filter_dims,
                                const int8_t *filter, const int32_t *bias,
                                const pe_dims *output_dims, int8_t *output);
-int32_t pe_fully_connected_s8_arm_scratch(int32_t depth);
 
 void pe_add_s8_arm(const pe_add_params *params, const int32_t *tables, const int32_t *rq,
                    int32_t size, const int8_t *input1, const int8_t *input2, int8_t *output);
 
 /* fp32 backward (pe_train_f32_arm.c): pe_train_kernels.h's signatures. Pointwise conv and FC
  * input / weight gradients, depthwise input gradients (multiplier 1, dilation 1), average-
- * pooling gradients of windows that do not overlap. Scratch: the *_scratch functions. */
+ * pooling gradients of windows that do not overlap. */
 void pe_conv2d_grad_input_f32_arm(const pe_context *ctx, const pe_conv_grad_params *params,
                                   const float *filter_scale, const pe_dims *dy_dims,
                                   const float *dy, const pe_dims *filter_dims,
@@ -67,7 +63,6 @@ void pe_fully_connected_grad_input_f32_arm(const pe_context *ctx, const float *f
                                            const pe_dims *dy_dims, const float *dy,
                                            const pe_dims *filter_dims, const int8_t *filter,
                                            const pe_dims *dx_dims, float *dx);
-int32_t pe_arm_grad_input_f32_scratch(int32_t out_c);
 void pe_conv2d_grad_weight_f32_arm(const pe_context *ctx,
                                    const pe_conv_grad_weight_params_f32 *params,
                                    const int32_t *channels, const pe_dims *x_dims,
@@ -78,14 +73,12 @@ void pe_fully_connected_grad_weight_f32_arm(const pe_context *ctx,
                                             const int32_t *channels, const pe_dims *x_dims,
                                             const int8_t *x, const pe_dims *dy_dims,
                                             const float *dy, const pe_dims *dw_dims, float *dw);
-int32_t pe_arm_grad_weight_f32_scratch(int32_t in_c);
 void pe_depthwise_conv2d_grad_input_f32_arm(const pe_context *ctx,
                                             const pe_dw_conv_grad_params *params,
                                             const float *filter_scale, const pe_dims *dy_dims,
                                             const float *dy, const pe_dims *filter_dims,
                                             const int8_t *filter, const pe_dims *dx_dims,
                                             float *dx);
-int32_t pe_arm_dw_grad_input_f32_scratch(int32_t k_h, int32_t k_w, int32_t in_w);
 void pe_avg_pool2d_grad_f32_arm(const pe_context *ctx, const pe_pool_grad_params *params,
                                 const pe_dims *dy_dims, const float *dy,
                                 const pe_dims *filter_dims, const pe_dims *dx_dims, float *dx);

@@ -350,6 +350,26 @@ static inline void pe_arm_dot_1x4_packed(const int16_t *x, const int8_t *w, int3
     acc[3] = a3;
 }
 
+/* acc += one expanded column (x, `xstep` int16 per group, its two pairs first) . one int8 row
+ * as it is (w, k values; the last partial group of four from pe_arm_tail32): the loop for
+ * weights that training changes. */
+static inline int32_t pe_arm_dot_plain(const int16_t *x, int32_t xstep, const int8_t *w,
+                                       int32_t k, int32_t acc)
+{
+    int32_t g;
+    for (g = 0; g < (k >> 2); ++g, x += xstep, w += 4) {
+        const uint32_t u = pe_arm_ld32(w);
+        acc = pe_arm_smlad(pe_arm_ld32(x + 2), pe_arm_sxtb16_ror8(u),
+                           pe_arm_smlad(pe_arm_ld32(x), pe_arm_sxtb16(u), acc));
+    }
+    if (k & 3) {
+        const uint32_t u = pe_arm_tail32(w, k & 3);
+        acc = pe_arm_smlad(pe_arm_ld32(x + 2), pe_arm_sxtb16_ror8(u),
+                           pe_arm_smlad(pe_arm_ld32(x), pe_arm_sxtb16(u), acc));
+    }
+    return acc;
+}
+
 /* acc += one expanded column (x, `xstep` int16 per group, its two pairs first) . one packed
  * row (w, `wstep` bytes per group) */
 static inline int32_t pe_arm_dot_1x1_packed(const int16_t *x, int32_t xstep, const int8_t *w,

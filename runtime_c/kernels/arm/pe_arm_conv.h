@@ -129,27 +129,6 @@ static inline void pe_arm_dot_2x2(const int16_t *cols, const int8_t *w, int32_t 
     acc[3] = b1;
 }
 
-/* acc += column j of the pair . weight row w (k values) */
-static inline int32_t pe_arm_dot_1x1(const int16_t *cols, int32_t j, const int8_t *w, int32_t k,
-                                     int32_t acc)
-{
-    int32_t g;
-    cols += 4 * j;
-    for (g = 0; g < (k >> 2); ++g) {
-        const uint32_t v = pe_arm_ld32(w);
-        acc = pe_arm_smlad(pe_arm_ld32(cols), pe_arm_sxtb16(v), acc);
-        acc = pe_arm_smlad(pe_arm_ld32(cols + 2), pe_arm_sxtb16_ror8(v), acc);
-        cols += 8;
-        w += 4;
-    }
-    if (k & 3) {
-        const uint32_t v = pe_arm_tail32(w, k & 3);
-        acc = pe_arm_smlad(pe_arm_ld32(cols), pe_arm_sxtb16(v), acc);
-        acc = pe_arm_smlad(pe_arm_ld32(cols + 2), pe_arm_sxtb16_ror8(v), acc);
-    }
-    return acc;
-}
-
 /* The outputs of two adjacent pixels (two = 1: columns 0 and 1 of the pair) or of one
  * (column 0), channel pairs first, then a last odd channel. packed = 1: `filter` is the
  * compile-time packed copy (pe_arm.h: pairs of rows interleaved per four values, rows padded
@@ -185,8 +164,8 @@ static inline void pe_arm_conv_pixels(const int16_t *cols, int32_t two, const in
             acc[0] = pe_arm_dot_1x1_packed(cols, 8, w, 8, groups, acc[0]);
             acc[1] = pe_arm_dot_1x1_packed(cols, 8, w + 4, 8, groups, acc[1]);
         } else {
-            acc[0] = pe_arm_dot_1x1(cols, 0, w, k, acc[0]);
-            acc[1] = pe_arm_dot_1x1(cols, 0, w + k, k, acc[1]);
+            acc[0] = pe_arm_dot_plain(cols, 8, w, k, acc[0]);
+            acc[1] = pe_arm_dot_plain(cols, 8, w + k, k, acc[1]);
         }
         oa[oc] = pe_arm_clamp8(pe_arm_requant3(acc[0], r[0], r[1], r[2]), out_off, lo, hi);
         oa[oc + 1] = pe_arm_clamp8(pe_arm_requant3(acc[1], r[3], r[4], r[5]), out_off, lo, hi);
@@ -199,7 +178,7 @@ static inline void pe_arm_conv_pixels(const int16_t *cols, int32_t two, const in
             const int32_t acc =
                 packed ? pe_arm_dot_1x1_packed(cols + 4 * j, 8, filter + oc * 4 * groups, 4,
                                                groups, b0)
-                       : pe_arm_dot_1x1(cols, j, filter + oc * k, k, b0);
+                       : pe_arm_dot_plain(cols + 4 * j, 8, filter + oc * k, k, b0);
             (j ? ob : oa)[oc] = pe_arm_out(acc, r, out_off, lo, hi);
         }
     }

@@ -57,24 +57,6 @@ static inline void pe_arm_dot_1x2(const int16_t *a, const int8_t *w, int32_t k, 
     *acc1 = s1;
 }
 
-static inline int32_t pe_arm_dot_1(const int16_t *a, const int8_t *w, int32_t k, int32_t s)
-{
-    int32_t g;
-    for (g = 0; g < (k >> 2); ++g) {
-        const uint32_t u = pe_arm_ld32(w);
-        s = pe_arm_smlad(pe_arm_ld32(a + 2), pe_arm_sxtb16_ror8(u),
-                         pe_arm_smlad(pe_arm_ld32(a), pe_arm_sxtb16(u), s));
-        a += 4;
-        w += 4;
-    }
-    if (k & 3) {
-        const uint32_t u = pe_arm_tail32(w, k & 3);
-        s = pe_arm_smlad(pe_arm_ld32(a + 2), pe_arm_sxtb16_ror8(u),
-                         pe_arm_smlad(pe_arm_ld32(a), pe_arm_sxtb16(u), s));
-    }
-    return s;
-}
-
 PE_ARM_KERNEL void pe_arm_fc_s8(const pe_context *ctx, const int8_t *input,
                                 const int8_t *filter, int32_t packed, const int32_t *bias,
                                 const int32_t *rq, int8_t *output, int32_t rows, int32_t depth,
@@ -121,7 +103,7 @@ PE_ARM_KERNEL void pe_arm_fc_s8(const pe_context *ctx, const int8_t *input,
                                        act_max);
         }
         if (u < units) {
-            const int32_t s = pe_arm_dot_1(col, filter + u * depth, depth,
+            const int32_t s = pe_arm_dot_plain(col, 4, filter + u * depth, depth,
                                            bias != 0 ? bias[u] : 0);
             out[u] = pe_arm_out(s, rq + u * PE_ARM_RQ_WORDS, out_off, act_min, act_max);
         }

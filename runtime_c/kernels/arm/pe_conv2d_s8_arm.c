@@ -6,12 +6,6 @@
 #include "pe_arm_conv.h"
 #include "pe_arm_kernels.h"
 
-int32_t pe_conv2d_s8_arm_scratch(int32_t k_h, int32_t k_w, int32_t in_c)
-{
-    const int32_t k4 = (k_h * k_w * in_c + 3) & ~3;
-    return 2 * k4 * (int32_t)sizeof(int16_t) + ((in_c & 3) != 0 ? k4 : 0);
-}
-
 void pe_conv2d_s8_arm(const pe_context *ctx, const pe_conv_params *params,
                       const pe_per_channel_quant *quant, const int32_t *rq,
                       const pe_dims *input_dims, const int8_t *input, const pe_dims *filter_dims,

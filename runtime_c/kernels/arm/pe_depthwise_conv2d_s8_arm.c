@@ -4,14 +4,6 @@
 #include "pe_arm_dw.h"
 #include "pe_arm_kernels.h"
 
-int32_t pe_depthwise_conv2d_s8_arm_scratch(int32_t out_h, int32_t out_w, int32_t k_h,
-                                           int32_t k_w, int32_t stride_h, int32_t stride_w)
-{
-    const int32_t hp = (out_h - 1) * stride_h + k_h;
-    const int32_t wp = (out_w - 1) * stride_w + k_w;
-    return (hp * wp + 2) * (int32_t)sizeof(int16_t);
-}
-
 void pe_depthwise_conv2d_s8_arm(const pe_context *ctx, const pe_dw_conv_params *params,
                                 const pe_per_channel_quant *quant, const int32_t *rq,
                                 const pe_dims *input_dims, const int8_t *input,

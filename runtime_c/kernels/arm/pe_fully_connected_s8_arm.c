@@ -4,11 +4,6 @@
 #include "pe_arm_fc.h"
 #include "pe_arm_kernels.h"
 
-int32_t pe_fully_connected_s8_arm_scratch(int32_t depth)
-{
-    return ((depth + 3) & ~3) * (int32_t)sizeof(int16_t);
-}
-
 void pe_fully_connected_s8_arm(const pe_context *ctx, const pe_fc_params *params,
                                const int32_t *rq, const pe_dims *input_dims,
                                const int8_t *input, const pe_dims *filter_dims,

@@ -25,11 +25,6 @@ enum { PE_ARM_OB = 64 };                 /* output channels per block of the gra
 
 static const float pe_arm_zero8[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
 
-int32_t pe_arm_grad_input_f32_scratch(int32_t out_c)
-{
-    return (out_c < PE_ARM_OB ? out_c : PE_ARM_OB) * 8 * (int32_t)sizeof(float);
-}
-
 /* dx[p, c] = sum over o of dy[p, o] * (float(w[o, c]) * scale[o]) for p < rows, c < in_c */
 static void pe_arm_dx_f32(float *buf, const float *dy, const int8_t *w, const float *scale,
                           float *dx, int32_t rows, int32_t out_c, int32_t in_c)
@@ -86,11 +81,6 @@ static void pe_arm_dx_f32(float *buf, const float *dy, const int8_t *w, const fl
             }
         }
     }
-}
-
-int32_t pe_arm_grad_weight_f32_scratch(int32_t in_c)
-{
-    return 4 * ((in_c + 7) & ~7) * (int32_t)sizeof(float);
 }
 
 /* dw[j, c] = sum over p of dy[p, o_j] * (float(x[p, c] + offset) * x_scale), from +0.0f */
@@ -253,11 +243,6 @@ void pe_fully_connected_grad_weight_f32_arm(const pe_context *ctx,
 }
 
 /* -- depthwise grad input ---------------------------------------------------------------- */
-
-int32_t pe_arm_dw_grad_input_f32_scratch(int32_t k_h, int32_t k_w, int32_t in_w)
-{
-    return (k_h * k_w * 8) * (int32_t)sizeof(float) + 2 * in_w * (int32_t)sizeof(int16_t);
-}
 
 /* The taps of one direction that reach input coordinate i: the first (k0) and how many (the
  * next ones follow every `stride` taps, their output coordinate one lower each). */
