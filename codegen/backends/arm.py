@@ -42,7 +42,16 @@ import numpy as np
 from ..golden import numerics as nx
 from ..ir import Graph, Op
 from .base import Backend, Builder, Target
-from .kernel_call import Arg, ArrayArg, ConstArray, KernelCall, NullArg, ScalarArg, StructArg
+from .kernel_call import (
+    Arg,
+    ArrayArg,
+    ConstArray,
+    KernelCall,
+    NullArg,
+    ScalarArg,
+    StructArg,
+    TensorArg,
+)
 from .params import OpArgs, int32_array, mutable_tensors
 from .ref_args import forward_call
 from .train_args import train_kernel_call
@@ -128,6 +137,99 @@ def pack_rows(weight: np.ndarray, block: int) -> np.ndarray:
     return np.concatenate([head.reshape(-1), padded[whole:].reshape(-1)])
 
 
+W16_KERNEL = "pe_arm_conv_w16_s8"  # the conv body over the int16 weight stream
+W16_FAST, W16_SIGNED = 1, 2         # PE_ARM_W16_FAST, PE_ARM_W16_SIGNED in arm/pe_arm_conv.h
+W16_ACC_BOUND = 1 << 29             # |acc| bound of the fast form
+W16_FAST_MAX_E = 21
+
+
+def _pairs16(w: np.ndarray) -> np.ndarray:
+    """int16 values (..., 4) as the two words of pe_arm.h's pair order, (v0, v2), (v1, v3)."""
+    lo, hi = w[..., [0, 1]] & 0xFFFF, w[..., [2, 3]] & 0xFFFF
+    return ((lo | (hi << 16)).astype(np.uint32)).view(np.int32)
+
+
+def w16_stream(weight: np.ndarray, bias: np.ndarray | None, words: np.ndarray, zero_point: int,
+               fast: bool) -> np.ndarray:
+    """The int32 stream of pe_arm_conv_w16_s8 (arm/pe_arm_conv.h) for frozen weights (out, k)
+    with an even number of rows: per pair of rows the bias pair (fast form, doubled), the
+    weights as int16 pairs per group of four values and row (doubled in the fast form; groups
+    padded with zeros to an even count), the requantization words of the two rows. ``words``:
+    ``requant_words`` (unfolded); the output zero point goes into them here."""
+    w = np.asarray(weight, dtype=np.int64).reshape(weight.shape[0], -1) * (2 if fast else 1)
+    rows, k = w.shape
+    groups = -(-k // 8) * 2
+    padded = np.zeros((rows, groups * 4), np.int64)
+    padded[:, :k] = w
+    packed = _pairs16(padded.reshape(rows // 2, 2, groups, 4))   # pairs, row, group, 2
+    packed = packed.transpose(0, 2, 1, 3).reshape(rows // 2, -1)
+    q = np.asarray(words, dtype=np.int64).reshape(rows, RQ_WORDS)
+    if fast:
+        e = q[:, 2] + 1
+        c = np.left_shift(np.int64(1), e - 1) + np.left_shift(np.int64(int(zero_point)), e)
+        rq = np.stack([q[:, 1], c, e], axis=1)
+        b = np.zeros(rows, np.int64) if bias is None else np.asarray(bias, np.int64) * 2
+        parts = [b.reshape(-1, 2), packed]
+    else:
+        rq = fold_zero_point(q, zero_point).reshape(rows, RQ_WORDS)
+        parts = [packed]
+    parts.append(rq.reshape(rows // 2, 2 * RQ_WORDS))
+    return np.concatenate(parts, axis=1).reshape(-1)
+
+
+def _w16_mode(call: KernelCall, graph: Graph, k: int, out_c: int, act: dict) -> int | None:
+    """The stream form's mode bits for a conv with frozen weights, or None when the layer
+    keeps the packed int8 form (odd channel count, a clamp narrower than int8, a zero point
+    that does not fold)."""
+    out_off = int(call.arg("params").value.values["output_offset"])
+    words = call.arg("rq").value.values
+    if out_c % 2 or (int(act["min"]), int(act["max"])) != (-128, 127) or \
+            fold_zero_point(words, out_off) is None:
+        return None
+    mode = 0 if out_off == -128 else W16_SIGNED
+    bias = call.arg("bias")
+    b = graph.tensors[bias.tensor] if isinstance(bias, TensorArg) else None
+    frozen = b is None or (b.data is not None and b.name not in mutable_tensors(graph))
+    e = np.asarray(words, np.int64).reshape(-1, RQ_WORDS)[:, 2] + 1
+    if frozen and np.all(e <= W16_FAST_MAX_E):
+        top = (0 if b is None else int(np.abs(np.asarray(b.data, np.int64)).max(initial=0)))
+        if top + k * 128 * 255 <= W16_ACC_BOUND:
+            return mode | W16_FAST
+    return None if b is None else mode
+
+
+def conv_w16_scratch(k_h: int, k_w: int, in_c: int, out_c: int) -> int:
+    """pe_arm_conv_w16_s8's scratch: two int16 columns of k_h * k_w * in_c rounded up to 8,
+    the staging row of conv_scratch when in_c is not a multiple of four, out_c bytes."""
+    k = k_h * k_w * in_c
+    return 2 * ((k + 7) & ~7) * 2 + (((k + 3) & ~3) if in_c % 4 else 0) + out_c
+
+
+def _conv_w16(call: KernelCall, graph: Graph, w, act: dict) -> KernelCall | None:
+    """The stream form of a conv record with frozen weights ``w``, or None."""
+    out_c = int(w.shape[0])
+    k = int(np.prod(w.shape[1:]))
+    mode = _w16_mode(call, graph, k, out_c, act)
+    if mode is None:
+        return None
+    fast = bool(mode & W16_FAST)
+    bias = call.arg("bias")
+    b = graph.tensors[bias.tensor].data if isinstance(bias, TensorArg) else None
+    stream = w16_stream(w.data, b, call.arg("rq").value.values,
+                        int(call.arg("params").value.values["output_offset"]), fast)
+    p, i, o = (call.arg(n).value.values for n in ("params", "input_dims", "output_dims"))
+    f = call.arg("filter_dims").value.values
+    st, pad, dil = (p[n].values for n in ("stride", "padding", "dilation"))
+    args = [("ctx", call.arg("ctx")), ("input", call.arg("input")),
+            ("stream", ArrayArg(int32_array("stream", stream))),
+            ("bias", NullArg("const int32_t *") if fast else bias),
+            ("mode", ScalarArg("int32_t", mode)), ("output", call.arg("output")),
+            *_i32(o["n"], i["h"], i["w"], i["c"], o["h"], o["w"], o["c"], f["h"], f["w"],
+                  st["h"], st["w"], pad["h"], pad["w"], dil["h"], dil["w"], p["input_offset"])]
+    return replace(call, kernel=W16_KERNEL, args=tuple(args),
+                   scratch_bytes=conv_w16_scratch(int(f["h"]), int(f["w"]), int(i["c"]), out_c))
+
+
 def body_call(call: KernelCall, graph: Graph | None = None) -> KernelCall:
     """The specialised form of an out-of-line arm record: the kernel's body with its shapes,
     offsets and clamps as literal int32 arguments (see the module docstring), the output zero
@@ -153,6 +255,11 @@ def body_call(call: KernelCall, graph: Graph | None = None) -> KernelCall:
     if kernel in ("pe_arm_conv_s8", "pe_arm_fc_s8"):
         w = graph.tensors[call.arg("filter").tensor] if graph is not None else None
         packed = w is not None and w.data is not None and w.name not in mutable_tensors(graph)
+        if packed and kernel == "pe_arm_conv_s8":
+            assert graph is not None
+            w16 = _conv_w16(call, graph, w, s("params")["activation"].values)
+            if w16 is not None:
+                return w16
         if packed:
             assert w is not None
             head[-1] = ("filter", ArrayArg(ConstArray("filter", "int8_t", pack_rows(

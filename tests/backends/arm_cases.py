@@ -12,10 +12,12 @@ path was reached.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import numpy as np
 
 from codegen.backends import NullArg, Target, arm
+from codegen.backends.params import MUTABLE
 from codegen.ir import Graph
 from tests.backends import cmsis_cases
 from tests.kernels.cases import Case, Rng, _pair, conv2d_graph, random_feeds
@@ -54,9 +56,31 @@ def fc_wide(rng: Rng) -> Case:
     return graph, batch
 
 
+def conv_stream(rng: Rng) -> Case:
+    """Convolutions the int16 weight stream takes when their weights are frozen (even output
+    channels, the whole int8 range as clamp): pointwise and k x k, channel counts that are and
+    are not multiples of four (k not a multiple of eight: a padding group), odd pixel counts;
+    the fast form, the relu form (output zero point -128) and, with the bias marked as changed
+    at run time (a training graph's), the general form."""
+    cin = int(rng.choice([3, 4, 8, 12, 16, 24]))
+    k = (1, 1) if rng.random() < 0.6 else (3, 3)
+    shape = (1, int(rng.integers(1, 8)), int(rng.integers(1, 8)), cin)
+    pads = (0, 0, 0, 0) if k == (1, 1) else (1, 1, 1, 1)
+    graph, batch = conv2d_graph(rng, "int8", shape, 2 * int(rng.integers(1, 9)), k, cin,
+                                (1, 1), (1, 1), pads)
+    op = graph.ops[0]
+    y = graph.tensors[op.outputs[0]]
+    zp = -128 if rng.random() < 0.5 else int(y.quant.zero_point[0])
+    graph.tensors[y.name] = replace(y, quant=replace(y.quant, zero_point=np.array([zp])))
+    graph.ops[0] = replace(op, attrs={**op.attrs, "activation": "none"})
+    if len(op.inputs) > 2 and op.inputs[2] and rng.random() < 0.4:
+        graph.metadata[MUTABLE] = [op.inputs[2]]
+    return graph, batch
+
+
 FAMILIES: dict[str, list[tuple[float, Callable[[Rng], Case]]]] = {
-    "conv2d": [(0.4, lambda rng: cmsis_cases.case("conv2d", rng)), (0.3, conv_pointwise),
-               (0.3, conv_kxk)],
+    "conv2d": [(0.3, lambda rng: cmsis_cases.case("conv2d", rng)), (0.2, conv_pointwise),
+               (0.2, conv_kxk), (0.3, conv_stream)],
     "depthwise_conv2d": [(0.5, lambda rng: cmsis_cases.case("depthwise_conv2d", rng)),
                          (0.5, dw_window)],
     "fully_connected": [(1.0, fc_wide)],
@@ -79,11 +103,20 @@ def iter_cases(op_type: str, n: int, seed: int = 0
         yield graph, random_feeds(graph, batch, rng), batch
 
 
-def path(graph: Graph, batch: int) -> str:
-    """The arm kernel path of a case (the body record; see runtime_c/kernels/arm)."""
+def path(graph: Graph, batch: int, form: str = "arm") -> str:
+    """The arm kernel path of a case (the body record of ``form``, arm_helpers.FORMS; see
+    runtime_c/kernels/arm)."""
     op = graph.ops[0]
     x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     if op.type == "conv2d":
+        call = arm.ARM.build(graph, op, batch, Target()) if form == "arm" else None
+        if call is not None and call.kernel == "pe_arm_conv_w16_s8":
+            mode = int(call.arg("mode").value)
+            return "conv-w16-" + "-".join(filter(None, [
+                "fast" if mode & arm.W16_FAST else "general",
+                "signed" if mode & arm.W16_SIGNED else "relu",
+                "pad" if int(np.prod(graph.tensors[op.inputs[1]].shape[1:])) % 8 else "",
+                "odd-pixels" if out.shape[1] * out.shape[2] * batch % 2 else ""]))
         w = graph.tensors[op.inputs[1]]
         k = int(np.prod(w.shape[1:]))
         pixels = out.shape[1] * out.shape[2] * batch

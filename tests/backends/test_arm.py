@@ -4,10 +4,13 @@ builders take and decline, both forms of a record, the sources a project gets.""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from codegen.backends import NullArg, ScalarArg, Target, arm, kernel_call
+from codegen.backends.params import MUTABLE
 from codegen.backends.sources import source_index
 from codegen.golden import numerics as nx
 from codegen.resources import data_dir
@@ -96,6 +99,53 @@ def test_packed_rows_follow_the_inner_loops():
     assert list(quads[32:]) == [24, 25, 26, 27, 28, 29, 0, 0]
 
 
+def test_w16_stream_follows_the_inner_loop():
+    """Per pair of rows: [doubled bias pair] groups (each: row 0's two int16 pair words, row
+    1's), the groups padded to an even count, then the rows' requantization words."""
+    w = np.arange(-6, 4 * 6 - 6, dtype=np.int64).reshape(4, 6).astype(np.int8)
+    words = arm.requant_words(np.full(4, (1 << 30) + 5), np.array([-3, -4, -5, -6]))
+    assert words is not None
+
+    def pair(lo, hi):                                   # an int16 pair as the int32 word
+        return int(np.array([(lo & 0xFFFF) | ((hi & 0xFFFF) << 16)]).astype(np.uint32)
+                   .view(np.int32)[0])
+
+    fast = arm.w16_stream(w, np.array([1, -2, 3, 4]), words, -128, fast=True)
+    per_pair = 2 + 2 * 4 + 6
+    assert fast.size == 2 * per_pair
+    first = fast[:per_pair]
+    assert list(first[:2]) == [2, -4]                   # doubled bias
+    r0, r1 = 2 * w[0].astype(np.int64), 2 * w[1].astype(np.int64)
+    assert list(first[2:6]) == [pair(r0[0], r0[2]), pair(r0[1], r0[3]),
+                                pair(r1[0], r1[2]), pair(r1[1], r1[3])]
+    assert list(first[6:10]) == [pair(r0[4], 0), pair(r0[5], 0), pair(r1[4], 0),
+                                 pair(r1[5], 0)]
+    assert list(first[10:]) == [(1 << 30) + 5, 4 - 128 * 8, 3, (1 << 30) + 5, 8 - 128 * 16, 4]
+    general = arm.w16_stream(w, None, words, 5, fast=False)
+    assert general.size == 2 * (2 * 4 + 6)
+    assert list(general[8:14]) == [2 + 5 * 4, (1 << 30) + 5, 2, 4 + 5 * 8, (1 << 30) + 5, 3]
+
+
+def test_w16_forms_follow_the_bias_and_the_bound():
+    rng = np.random.default_rng(3)
+    graph, _ = conv2d_graph(rng, "int8", (1, 4, 4, 8), 6, (1, 1), 8, (1, 1), (1, 1),
+                            (0, 0, 0, 0))
+    op = graph.ops[0]
+    graph.ops[0] = replace(op, attrs={**op.attrs, "activation": "none"})
+    call = arm.ARM.build(graph, graph.ops[0], 1, Target())
+    assert call is not None and call.kernel == arm.W16_KERNEL
+    assert int(call.arg("mode").value) & arm.W16_FAST
+    graph.metadata[MUTABLE] = [op.inputs[2]]            # a bias training changes: general
+    call = arm.ARM.build(graph, graph.ops[0], 1, Target())
+    assert call is not None and not int(call.arg("mode").value) & arm.W16_FAST
+    del graph.metadata[MUTABLE]
+    b = graph.tensors[op.inputs[2]]                     # a bias beyond the fast form's bound
+    graph.tensors[b.name] = replace(b, data=np.full(b.shape, 1 << 29, np.int32))
+    call = arm.ARM.build(graph, graph.ops[0], 1, Target())
+    assert call is not None and call.kernel == arm.W16_KERNEL
+    assert not int(call.arg("mode").value) & arm.W16_FAST
+
+
 def test_builders_take_and_decline():
     rng = np.random.default_rng(0)
     taken = {}
@@ -106,12 +156,16 @@ def test_builders_take_and_decline():
             if call is None:
                 continue
             n += 1
-            assert call.backend == "arm" and call.kernel in arm.BODIES.values()
+            assert call.backend == "arm"
+            assert call.kernel in {*arm.BODIES.values(), arm.W16_KERNEL}
             scalars = [a for _, a in call.args if isinstance(a, ScalarArg)]
             assert scalars and all(a.ctype == "int32_t" for a in scalars)
             ool = arm_record(graph, graph.ops[0], batch, form="arm-ool")
             assert ool is not None and ool.kernel in arm.BODIES
-            assert ool.scratch_bytes == call.scratch_bytes
+            if call.kernel == arm.W16_KERNEL:          # columns of k rounded up to 8, out_c
+                assert call.scratch_bytes >= ool.scratch_bytes
+            else:
+                assert ool.scratch_bytes == call.scratch_bytes
         taken[op_type] = n
     assert all(n > 40 for n in taken.values()), taken
     # grouped convolutions, depth multipliers and dilations go to the next backend
@@ -196,8 +250,9 @@ def test_flash_short_falls_back_to_the_out_of_line_kernels(tmp_path, digits_grap
     board = load_board("mps2-an386")
     need = {}
     for specialise in (True, False):
+        tg = pipeline.training_graph(digits_graph, spec)
         low = [pipeline.plan_lowered(g, board, "arm") for g in
-               (digits_graph, pipeline.training_graph(digits_graph, spec))]
+               (pipeline.beside_training(digits_graph, tg), tg)]
         if not specialise:
             low = [pipeline._relower_generic(lg) for lg in low]
         need[specialise] = pipeline.project_memory(board, *low)["flash"]

@@ -226,4 +226,280 @@ PE_ARM_KERNEL void pe_arm_conv_s8(const pe_context *ctx, const int8_t *input,
     }
 }
 
+/* -- frozen weights as an int16 stream ------------------------------------------------------------
+ * A layer whose weights do not change at run time, with an even number of output channels and
+ * the whole int8 range as its clamp, reads one int32 stream that codegen/backends/arm.py
+ * builds at compile time, per pair of output channels:
+ *   [bias of the pair]       two int32, doubled (fast form only; otherwise `bias` points to them)
+ *   weights                  per group of four values and per channel of the pair, the values
+ *                            as int16 pairs in pe_arm.h's order (w0, w2), (w1, w3) (doubled in
+ *                            the fast form); groups padded with zeros to an even count
+ *   requantization           three int32 per channel of the pair
+ * No SXTB16 is left in the inner loop: per group, two pixels times two channels are 8 SMLADs
+ * and 4 LDRDs.
+ *
+ * Two requantization forms (mode bit PE_ARM_W16_FAST):
+ *  - general: pe_arm.h's one-rounding form over SMLAL with the zero point folded in,
+ *    words {2^(e-2) + zp * 2^(e-1), m, e-1};
+ *  - fast, when the compiler has proved |acc| <= 2^29 for every input (frozen bias, bounded
+ *    sums) and e <= 21: the accumulator is built doubled (weights and bias times two), so that
+ *    SMMLAR(2 acc, m, c) = c + floor((acc * m + 2^30) / 2^31) = c + SRDHM(acc, m) exactly, and
+ *    with c = 2^(e-1) + zp * 2^e the result is (SMMLAR(...) >> e) = RDBPOT(SRDHM, e) + zp:
+ *    words {m, c, e}; TFLM's "- [x < 0]" of the rounding is a c one less for negative
+ *    accumulators (x < 0 exactly when acc < 0).
+ * Mode bit PE_ARM_W16_SIGNED: negative accumulators need that sign fix. Without it (the output
+ * zero point is -128, the clamp's floor) every negative accumulator gives at most the zero
+ * point before the clamp and -128 after it either way, so the fix is skipped.
+ */
+enum { PE_ARM_W16_FAST = 1, PE_ARM_W16_SIGNED = 2 };
+
+/* (c * 2^32 + a * m + 2^31) >> 32, the low 32 bits (SMMLAR) */
+static inline int32_t pe_arm_smmlar(int32_t a, int32_t m, int32_t c)
+{
+#if PE_ARM_DSP
+    int32_t r;
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(m), "r"(c));
+    return r;
+#else
+    const uint64_t u = ((uint64_t)(uint32_t)c << 32) + (uint64_t)((int64_t)a * (int64_t)m)
+                       + 0x80000000u;
+    return pe_s32_from_u32((uint32_t)(u >> 32));
+#endif
+}
+
+/* one output of the stream forms, before the clamp to int8 */
+static inline int32_t pe_arm_w16_requant(int32_t acc, const int32_t *rq, int32_t mode)
+{
+    if (mode & PE_ARM_W16_FAST) {
+        const int32_t c = (mode & PE_ARM_W16_SIGNED) && acc < 0 ? rq[1] - 1 : rq[1];
+        return pe_asr_s32(pe_arm_smmlar(acc, rq[0], c), rq[2]);
+    }
+    if (mode & PE_ARM_W16_SIGNED) {
+        return pe_arm_requant3(acc, rq[0], rq[1], rq[2]);
+    }
+    {
+        uint32_t lo = 0x40000000u;
+        int32_t hi = rq[0];
+        PE_ARM_SMLAL(lo, hi, acc, rq[1]);
+        (void)lo;
+        return pe_asr_s32(hi, rq[2]);
+    }
+}
+
+#if PE_ARM_DSP
+/* the assembly of pe_arm_w16_pairs: per pair of channels, the bias, the dot products over the
+ * groups (two per iteration), the requantization, the four stores; the loop state lives in a
+ * frame on the stack (the dot products need every other register):
+ * [sp] cols, [sp+4] end of the columns, [sp+8] pixel a's next output, [sp+12] pixel b's,
+ * [sp+16] end of the stream, [sp+20] the bias of the general form */
+#define PE_ARM_W16_GROUP                                 \
+    "ldrd %[x0], %[x1], [%[xp]], #8\n\t"                 \
+    "ldrd %[x2], %[x3], [%[xp]], #8\n\t"                 \
+    "ldrd %[t0], %[t1], [%[wp]], #8\n\t"                 \
+    "smlad %[a0], %[x0], %[t0], %[a0]\n\t"               \
+    "smlad %[a0], %[x1], %[t1], %[a0]\n\t"               \
+    "smlad %[b0], %[x2], %[t0], %[b0]\n\t"               \
+    "smlad %[b0], %[x3], %[t1], %[b0]\n\t"               \
+    "ldrd %[t0], %[t1], [%[wp]], #8\n\t"                 \
+    "smlad %[a1], %[x0], %[t0], %[a1]\n\t"               \
+    "smlad %[a1], %[x1], %[t1], %[a1]\n\t"               \
+    "smlad %[b1], %[x2], %[t0], %[b1]\n\t"               \
+    "smlad %[b1], %[x3], %[t1], %[b1]\n\t"
+#define PE_ARM_W16_DOTS                                  \
+    "mov %[b0], %[a0]\n\t"                               \
+    "mov %[b1], %[a1]\n\t"                               \
+    "ldrd %[xp], %[xe], [sp]\n\t"                        \
+    "3:\n\t" PE_ARM_W16_GROUP PE_ARM_W16_GROUP           \
+    "cmp %[xp], %[xe]\n\t"                               \
+    "bne 3b\n\t"                                         \
+    "ldrd %[x0], %[x1], [%[wp]], #8\n\t"                 \
+    "ldrd %[x2], %[x3], [%[wp]], #8\n\t"                 \
+    "ldrd %[t0], %[t1], [%[wp]], #8\n\t"
+/* requantization words: channel 0 in x0 x1 x2, channel 1 in x3 t0 t1 */
+#define PE_ARM_W16_STORE                                 \
+    "ssat %[a0], #8, %[a0]\n\t"                          \
+    "ssat %[b0], #8, %[b0]\n\t"                          \
+    "ssat %[a1], #8, %[a1]\n\t"                          \
+    "ssat %[b1], #8, %[b1]\n\t"                          \
+    "ldrd %[xp], %[xe], [sp, #8]\n\t"                    \
+    "strb %[a0], [%[xp]], #1\n\t"                        \
+    "strb %[a1], [%[xp]], #1\n\t"                        \
+    "strb %[b0], [%[xe]], #1\n\t"                        \
+    "strb %[b1], [%[xe]], #1\n\t"                        \
+    "strd %[xp], %[xe], [sp, #8]\n\t"                    \
+    "ldr %[xe], [sp, #16]\n\t"                           \
+    "cmp %[wp], %[xe]\n\t"                               \
+    "bne 2b\n\t"
+/* fast form: acc = SMMLAR(acc, m, c [- 1]) >> e */
+#define PE_ARM_W16_FAST_RELU(acc, m, c, e)               \
+    "smmlar %[" acc "], %[" acc "], %[" m "], %[" c "]\n\t" \
+    "asr %[" acc "], %[" acc "], %[" e "]\n\t"
+#define PE_ARM_W16_FAST_SIGNED(acc, m, c, e)             \
+    "add %[xe], %[" c "], %[" acc "], asr #31\n\t"       \
+    "smmlar %[" acc "], %[" acc "], %[" m "], %[xe]\n\t" \
+    "asr %[" acc "], %[" acc "], %[" e "]\n\t"
+/* general form: hi:lo = khi : 2^30 (minus 2^31 for a negative acc), += acc * m, acc = hi >> e1 */
+#define PE_ARM_W16_SMLAL_RELU(acc, khi, m, e)            \
+    "mov %[xp], #0x40000000\n\t"                         \
+    "mov %[xe], %[" khi "]\n\t"                          \
+    "smlal %[xp], %[xe], %[" acc "], %[" m "]\n\t"       \
+    "asr %[" acc "], %[xe], %[" e "]\n\t"
+#define PE_ARM_W16_SMLAL_SIGNED(acc, khi, m, e)          \
+    "and %[xp], %[" acc "], #0x80000000\n\t"             \
+    "orr %[xp], %[xp], #0x40000000\n\t"                  \
+    "add %[xe], %[" khi "], %[" acc "], asr #31\n\t"     \
+    "smlal %[xp], %[xe], %[" acc "], %[" m "]\n\t"       \
+    "asr %[" acc "], %[xe], %[" e "]\n\t"
+#define PE_ARM_W16_FAST_BIAS "2:\n\tldrd %[a0], %[a1], [%[wp]], #8\n\t"
+#define PE_ARM_W16_PTR_BIAS                              \
+    "2:\n\tldr %[xe], [sp, #20]\n\t"                     \
+    "ldrd %[a0], %[a1], [%[xe]], #8\n\t"                 \
+    "str %[xe], [sp, #20]\n\t"
+#define PE_ARM_W16_ASM(bias, q)                                                       \
+    __asm__ volatile(                                                                 \
+        "sub sp, sp, #24\n\t"                                                         \
+        "ldrd %[x0], %[x1], [%[st]]\n\t"                                              \
+        "ldrd %[x2], %[x3], [%[st], #8]\n\t"                                          \
+        "ldrd %[t0], %[t1], [%[st], #16]\n\t"                                         \
+        "strd %[x0], %[x1], [sp]\n\t"                                                 \
+        "strd %[x2], %[x3], [sp, #8]\n\t"                                             \
+        "strd %[t0], %[t1], [sp, #16]\n\t"                                            \
+        bias PE_ARM_W16_DOTS                                                          \
+        q("a0", "x0", "x1", "x2") q("b0", "x0", "x1", "x2")                           \
+        q("a1", "x3", "t0", "t1") q("b1", "x3", "t0", "t1")                           \
+        PE_ARM_W16_STORE                                                              \
+        "add sp, sp, #24\n\t"                                                         \
+        : [wp] "+r"(wp), [st] "+r"(st), [a0] "=&r"(a0), [a1] "=&r"(a1),               \
+          [b0] "=&r"(b0), [b1] "=&r"(b1), [x0] "=&r"(x0), [x1] "=&r"(x1),             \
+          [x2] "=&r"(x2), [x3] "=&r"(x3), [t0] "=&r"(t0), [t1] "=&r"(t1),             \
+          [xp] "=&r"(xp), [xe] "=&r"(xe)                                              \
+        :                                                                             \
+        : "cc", "memory")
+#endif
+
+/* The outputs of one pair of pixels (columns 0 and 1 of `cols`, `groups` groups of four values,
+ * an even count) for every pair of channels: s the stream, bias (general form) the layer's
+ * bias, oa and ob the two pixels' outputs, `pairs` pairs of channels. */
+static inline void pe_arm_w16_pairs(const int16_t *cols, int32_t groups, const int32_t *s,
+                                    const int32_t *bias, int32_t mode, int8_t *oa, int8_t *ob,
+                                    int32_t pairs)
+{
+    const int32_t per_pair = ((mode & PE_ARM_W16_FAST) ? 2 : 0) + 4 * groups + 2 * PE_ARM_RQ_WORDS;
+#if PE_ARM_DSP
+    /* the frame: cols, end of cols, oa, ob, end of the stream, bias */
+    uintptr_t frame[6];
+    const int32_t *wp = s;
+    uintptr_t *st = frame;
+    int32_t a0, a1, b0, b1;
+    uint32_t x0, x1, x2, x3, t0, t1;
+    const int16_t *xp;
+    uintptr_t xe;
+    frame[0] = (uintptr_t)cols;
+    frame[1] = (uintptr_t)(cols + 8 * groups);
+    frame[2] = (uintptr_t)oa;
+    frame[3] = (uintptr_t)ob;
+    frame[4] = (uintptr_t)(s + pairs * per_pair);
+    frame[5] = (uintptr_t)bias;
+    if (pairs <= 0) {
+        return;
+    }
+    if (mode == PE_ARM_W16_FAST) {
+        PE_ARM_W16_ASM(PE_ARM_W16_FAST_BIAS, PE_ARM_W16_FAST_RELU);
+    } else if (mode == (PE_ARM_W16_FAST | PE_ARM_W16_SIGNED)) {
+        PE_ARM_W16_ASM(PE_ARM_W16_FAST_BIAS, PE_ARM_W16_FAST_SIGNED);
+    } else if (mode == PE_ARM_W16_SIGNED) {
+        PE_ARM_W16_ASM(PE_ARM_W16_PTR_BIAS, PE_ARM_W16_SMLAL_SIGNED);
+    } else {
+        PE_ARM_W16_ASM(PE_ARM_W16_PTR_BIAS, PE_ARM_W16_SMLAL_RELU);
+    }
+    (void)a0; (void)a1; (void)b0; (void)b1; (void)x0; (void)x1; (void)x2; (void)x3;
+    (void)t0; (void)t1; (void)xp; (void)xe; (void)st; (void)wp;
+#else
+    int32_t p, g, j;
+    for (p = 0; p < pairs; ++p, s += per_pair) {
+        int32_t acc[4];                                   /* a0, a1, b0, b1 */
+        const int32_t *w = s;
+        const int32_t *rq;
+        if (mode & PE_ARM_W16_FAST) {
+            acc[0] = acc[2] = w[0];
+            acc[1] = acc[3] = w[1];
+            w += 2;
+        } else {
+            acc[0] = acc[2] = bias[2 * p];
+            acc[1] = acc[3] = bias[2 * p + 1];
+        }
+        for (g = 0; g < groups; ++g, w += 4) {
+            const int16_t *x = cols + 8 * g;
+            const uint32_t xa0 = pe_arm_ld32(x), xa1 = pe_arm_ld32(x + 2);
+            const uint32_t xb0 = pe_arm_ld32(x + 4), xb1 = pe_arm_ld32(x + 6);
+            acc[0] = pe_arm_smlad(xa1, (uint32_t)w[1], pe_arm_smlad(xa0, (uint32_t)w[0], acc[0]));
+            acc[2] = pe_arm_smlad(xb1, (uint32_t)w[1], pe_arm_smlad(xb0, (uint32_t)w[0], acc[2]));
+            acc[1] = pe_arm_smlad(xa1, (uint32_t)w[3], pe_arm_smlad(xa0, (uint32_t)w[2], acc[1]));
+            acc[3] = pe_arm_smlad(xb1, (uint32_t)w[3], pe_arm_smlad(xb0, (uint32_t)w[2], acc[3]));
+        }
+        rq = w;
+        for (j = 0; j < 2; ++j) {
+            oa[2 * p + j] = pe_arm_clamp8(pe_arm_w16_requant(acc[j], rq + 3 * j, mode), 0, -128, 127);
+            ob[2 * p + j] = pe_arm_clamp8(pe_arm_w16_requant(acc[2 + j], rq + 3 * j, mode), 0, -128,
+                                          127);
+        }
+    }
+#endif
+}
+
+/* pe_arm_conv_s8 over the stream of a layer with frozen weights (see above): columns of
+ * groups8 groups (the convolution's k values rounded up to a multiple of eight, zeros after
+ * them), outputs of a last unpaired pixel computed beside a zero column into the scratch's
+ * spare out_c bytes. Scratch: two columns of k rounded up to a multiple of 8 int16, a staging
+ * row as pe_arm_conv_s8's when in_c is not a multiple of four, and out_c bytes. */
+PE_ARM_KERNEL void pe_arm_conv_w16_s8(const pe_context *ctx, const int8_t *input,
+                                      const int32_t *stream, const int32_t *bias, int32_t mode,
+                                      int8_t *output, int32_t n, int32_t in_h, int32_t in_w,
+                                      int32_t in_c, int32_t out_h, int32_t out_w, int32_t out_c,
+                                      int32_t k_h, int32_t k_w, int32_t stride_h,
+                                      int32_t stride_w, int32_t pad_h, int32_t pad_w,
+                                      int32_t dil_h, int32_t dil_w, int32_t in_off)
+{
+    const int32_t k = k_h * k_w * in_c;
+    const int32_t k4 = (k + 3) & ~3, k8 = (k + 7) & ~7;
+    int16_t *const cols = (int16_t *)ctx->buf;
+    int8_t *const stage = (int8_t *)(cols + 2 * k8);
+    int8_t *const spare = stage + ((in_c & 3) != 0 ? k4 : 0);
+    int32_t b, oy, ox, i;
+    if (k8 != k4) {                          /* the padding group of both columns: zeros */
+        for (i = 0; i < 8; ++i) {
+            cols[2 * k4 + i] = 0;
+        }
+    }
+    for (b = 0; b < n; ++b) {
+        const int8_t *in = input + b * in_h * in_w * in_c;
+        int8_t *out = output + b * out_h * out_w * out_c;
+        int32_t pending = 0, py = 0, px = 0;
+        for (oy = 0; oy < out_h; ++oy) {
+            for (ox = 0; ox < out_w; ++ox) {
+                pe_arm_column(cols, stage, pending, in, oy, ox, in_h, in_w, in_c, k_h, k_w,
+                              stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, in_off);
+                if (!pending) {
+                    pending = 1;
+                    py = oy;
+                    px = ox;
+                    continue;
+                }
+                pending = 0;
+                pe_arm_w16_pairs(cols, k8 >> 2, stream, bias, mode,
+                                 out + (py * out_w + px) * out_c,
+                                 out + (oy * out_w + ox) * out_c, out_c >> 1);
+            }
+        }
+        if (pending) {
+            for (i = 0; i < k8; i += 4) {        /* column 1: zeros */
+                pe_arm_st32(cols + pe_arm_at(i, 1), 0u);
+                pe_arm_st32(cols + pe_arm_at(i, 1) + 2, 0u);
+            }
+            pe_arm_w16_pairs(cols, k8 >> 2, stream, bias, mode,
+                             out + (py * out_w + px) * out_c, spare, out_c >> 1);
+        }
+    }
+}
+
 #endif /* PE_ARM_CONV_H */
