@@ -138,9 +138,44 @@ def pack_rows(weight: np.ndarray, block: int) -> np.ndarray:
 
 
 W16_KERNEL = "pe_arm_conv_w16_s8"  # the conv body over the int16 weight stream
-W16_FAST, W16_SIGNED = 1, 2         # PE_ARM_W16_FAST, PE_ARM_W16_SIGNED in arm/pe_arm_conv.h
-W16_ACC_BOUND = 1 << 29             # |acc| bound of the fast form
-W16_FAST_MAX_E = 21
+FAST, SIGNED = 1, 2                 # PE_ARM_FAST, PE_ARM_SIGNED in arm/pe_arm.h
+FAST_ACC_BOUND = 1 << 29            # |acc| bound of the fast requantization form
+FAST_MAX_E = 21
+FULL_RANGE = (-128, 127)
+
+
+def fast_words(words: np.ndarray, zero_point: int) -> np.ndarray:
+    """pe_arm.h's fast-form words {m, 2^(e-1) + zp * 2^e, e} per channel from
+    ``requant_words`` (unfolded)."""
+    q = np.asarray(words, dtype=np.int64).reshape(-1, RQ_WORDS)
+    e = q[:, 2] + 1
+    c = np.left_shift(np.int64(1), e - 1) + np.left_shift(np.int64(int(zero_point)), e)
+    return np.stack([q[:, 1], c, e], axis=1).reshape(-1)
+
+
+def _bias_tensor(call: KernelCall, graph: Graph):
+    bias = call.arg("bias")
+    return graph.tensors[bias.tensor] if isinstance(bias, TensorArg) else None
+
+
+def fast_mode(call: KernelCall, graph: Graph, taps: int) -> int | None:
+    """PE_ARM_FAST (with PE_ARM_SIGNED unless the output zero point is the clamp's floor, -128)
+    when a conv or depthwise record qualifies for pe_arm.h's fast form: the whole int8 range as
+    clamp, every e <= FAST_MAX_E, a bias that nothing changes at run time, and an accumulator
+    bounded by FAST_ACC_BOUND for every input (|bias| + taps * 128 * 255, ``taps`` products per
+    output); else None."""
+    p = call.arg("params").value.values
+    act = p["activation"].values
+    words = np.asarray(call.arg("rq").value.values, np.int64).reshape(-1, RQ_WORDS)
+    if (int(act["min"]), int(act["max"])) != FULL_RANGE or np.any(words[:, 2] + 1 > FAST_MAX_E):
+        return None
+    b = _bias_tensor(call, graph)
+    if b is not None and (b.data is None or b.name in mutable_tensors(graph)):
+        return None
+    top = 0 if b is None else int(np.abs(np.asarray(b.data, np.int64)).max(initial=0))
+    if top + taps * 128 * 255 > FAST_ACC_BOUND:
+        return None
+    return FAST | (0 if int(p["output_offset"]) == -128 else SIGNED)
 
 
 def _pairs16(w: np.ndarray) -> np.ndarray:
@@ -165,9 +200,7 @@ def w16_stream(weight: np.ndarray, bias: np.ndarray | None, words: np.ndarray, z
     packed = packed.transpose(0, 2, 1, 3).reshape(rows // 2, -1)
     q = np.asarray(words, dtype=np.int64).reshape(rows, RQ_WORDS)
     if fast:
-        e = q[:, 2] + 1
-        c = np.left_shift(np.int64(1), e - 1) + np.left_shift(np.int64(int(zero_point)), e)
-        rq = np.stack([q[:, 1], c, e], axis=1)
+        rq = fast_words(q, zero_point)
         b = np.zeros(rows, np.int64) if bias is None else np.asarray(bias, np.int64) * 2
         parts = [b.reshape(-1, 2), packed]
     else:
@@ -177,25 +210,20 @@ def w16_stream(weight: np.ndarray, bias: np.ndarray | None, words: np.ndarray, z
     return np.concatenate(parts, axis=1).reshape(-1)
 
 
-def _w16_mode(call: KernelCall, graph: Graph, k: int, out_c: int, act: dict) -> int | None:
-    """The stream form's mode bits for a conv with frozen weights, or None when the layer
-    keeps the packed int8 form (odd channel count, a clamp narrower than int8, a zero point
-    that does not fold)."""
-    out_off = int(call.arg("params").value.values["output_offset"])
-    words = call.arg("rq").value.values
-    if out_c % 2 or (int(act["min"]), int(act["max"])) != (-128, 127) or \
-            fold_zero_point(words, out_off) is None:
+def _w16_mode(call: KernelCall, graph: Graph, k: int, out_c: int) -> int | None:
+    """The stream form's mode bits for a conv with frozen weights (``fast_mode``, else the
+    general form over a bias pointer), or None when the layer keeps the packed int8 form (odd
+    channel count, a clamp narrower than int8, a zero point that does not fold, no bias
+    outside the fast form)."""
+    p = call.arg("params").value.values
+    act, out_off = p["activation"].values, int(p["output_offset"])
+    if out_c % 2 or (int(act["min"]), int(act["max"])) != FULL_RANGE or \
+            fold_zero_point(call.arg("rq").value.values, out_off) is None:
         return None
-    mode = 0 if out_off == -128 else W16_SIGNED
-    bias = call.arg("bias")
-    b = graph.tensors[bias.tensor] if isinstance(bias, TensorArg) else None
-    frozen = b is None or (b.data is not None and b.name not in mutable_tensors(graph))
-    e = np.asarray(words, np.int64).reshape(-1, RQ_WORDS)[:, 2] + 1
-    if frozen and np.all(e <= W16_FAST_MAX_E):
-        top = (0 if b is None else int(np.abs(np.asarray(b.data, np.int64)).max(initial=0)))
-        if top + k * 128 * 255 <= W16_ACC_BOUND:
-            return mode | W16_FAST
-    return None if b is None else mode
+    mode = fast_mode(call, graph, k)
+    if mode is not None:
+        return mode
+    return None if _bias_tensor(call, graph) is None else (0 if out_off == -128 else SIGNED)
 
 
 def conv_w16_scratch(k_h: int, k_w: int, in_c: int, out_c: int) -> int:
@@ -205,16 +233,16 @@ def conv_w16_scratch(k_h: int, k_w: int, in_c: int, out_c: int) -> int:
     return 2 * ((k + 7) & ~7) * 2 + (((k + 3) & ~3) if in_c % 4 else 0) + out_c
 
 
-def _conv_w16(call: KernelCall, graph: Graph, w, act: dict) -> KernelCall | None:
+def _conv_w16(call: KernelCall, graph: Graph, w) -> KernelCall | None:
     """The stream form of a conv record with frozen weights ``w``, or None."""
     out_c = int(w.shape[0])
-    k = int(np.prod(w.shape[1:]))
-    mode = _w16_mode(call, graph, k, out_c, act)
+    mode = _w16_mode(call, graph, int(np.prod(w.shape[1:])), out_c)
     if mode is None:
         return None
-    fast = bool(mode & W16_FAST)
+    fast = bool(mode & FAST)
     bias = call.arg("bias")
-    b = graph.tensors[bias.tensor].data if isinstance(bias, TensorArg) else None
+    bt = _bias_tensor(call, graph)
+    b = bt.data if bt is not None else None
     stream = w16_stream(w.data, b, call.arg("rq").value.values,
                         int(call.arg("params").value.values["output_offset"]), fast)
     p, i, o = (call.arg(n).value.values for n in ("params", "input_dims", "output_dims"))
@@ -257,7 +285,7 @@ def body_call(call: KernelCall, graph: Graph | None = None) -> KernelCall:
         packed = w is not None and w.data is not None and w.name not in mutable_tensors(graph)
         if packed and kernel == "pe_arm_conv_s8":
             assert graph is not None
-            w16 = _conv_w16(call, graph, w, s("params")["activation"].values)
+            w16 = _conv_w16(call, graph, w)
             if w16 is not None:
                 return w16
         if packed:
@@ -266,8 +294,13 @@ def body_call(call: KernelCall, graph: Graph | None = None) -> KernelCall:
                 w.data, 2 if kernel == "pe_arm_conv_s8" else 4))))
         head.append(("packed", ScalarArg("int32_t", int(packed))))
     rq, out_off = call.arg("rq"), int(p["output_offset"])
-    folded = fold_zero_point(rq.value.values, out_off)
-    if folded is not None:
+    mode = 0
+    if kernel == "pe_arm_dw_s8" and graph is not None:
+        f = s("filter_dims")
+        mode = fast_mode(call, graph, int(f["h"]) * int(f["w"])) or 0
+    if mode:
+        rq, out_off = ArrayArg(int32_array("rq", fast_words(rq.value.values, out_off))), 0
+    elif (folded := fold_zero_point(rq.value.values, out_off)) is not None:
         rq, out_off = ArrayArg(int32_array("rq", folded)), 0
     head += [("bias", call.arg("bias")), ("rq", rq), ("output", call.arg("output"))]
     if kernel == "pe_arm_fc_s8":
@@ -283,7 +316,7 @@ def body_call(call: KernelCall, graph: Graph | None = None) -> KernelCall:
                         dil["h"], dil["w"], p["input_offset"], out_off, act["min"], act["max"])
         else:
             tail = _i32(o["n"], i["h"], i["w"], i["c"], o["h"], o["w"], *common,
-                        p["input_offset"], out_off, act["min"], act["max"])
+                        p["input_offset"], out_off, act["min"], act["max"], mode)
     return replace(call, kernel=kernel, args=tuple(head + tail))
 
 

@@ -68,21 +68,35 @@ def conv_stream(rng: Rng) -> Case:
     pads = (0, 0, 0, 0) if k == (1, 1) else (1, 1, 1, 1)
     graph, batch = conv2d_graph(rng, "int8", shape, 2 * int(rng.integers(1, 9)), k, cin,
                                 (1, 1), (1, 1), pads)
+    graph = _full_range(rng, graph)
     op = graph.ops[0]
-    y = graph.tensors[op.outputs[0]]
-    zp = -128 if rng.random() < 0.5 else int(y.quant.zero_point[0])
-    graph.tensors[y.name] = replace(y, quant=replace(y.quant, zero_point=np.array([zp])))
-    graph.ops[0] = replace(op, attrs={**op.attrs, "activation": "none"})
     if len(op.inputs) > 2 and op.inputs[2] and rng.random() < 0.4:
         graph.metadata[MUTABLE] = [op.inputs[2]]
     return graph, batch
 
 
+def dw_fast(rng: Rng) -> Case:
+    """Depthwise convolutions of pe_arm.h's fast form (the whole int8 range as clamp, a frozen
+    bias), with and without the sign fix (output zero point -128 or not), any window."""
+    graph, batch = dw_window(rng)
+    return _full_range(rng, graph), batch
+
+
+def _full_range(rng: Rng, graph: Graph) -> Graph:
+    """The case with no fused activation, its output zero point -128 half of the time."""
+    op = graph.ops[0]
+    y = graph.tensors[op.outputs[0]]
+    zp = -128 if rng.random() < 0.5 else int(y.quant.zero_point[0])
+    graph.tensors[y.name] = replace(y, quant=replace(y.quant, zero_point=np.array([zp])))
+    graph.ops[0] = replace(op, attrs={**op.attrs, "activation": "none"})
+    return graph
+
+
 FAMILIES: dict[str, list[tuple[float, Callable[[Rng], Case]]]] = {
     "conv2d": [(0.3, lambda rng: cmsis_cases.case("conv2d", rng)), (0.2, conv_pointwise),
                (0.2, conv_kxk), (0.3, conv_stream)],
-    "depthwise_conv2d": [(0.5, lambda rng: cmsis_cases.case("depthwise_conv2d", rng)),
-                         (0.5, dw_window)],
+    "depthwise_conv2d": [(0.4, lambda rng: cmsis_cases.case("depthwise_conv2d", rng)),
+                         (0.3, dw_window), (0.3, dw_fast)],
     "fully_connected": [(1.0, fc_wide)],
     "add": [(1.0, lambda rng: cmsis_cases.case("add", rng))],
 }
@@ -113,8 +127,8 @@ def path(graph: Graph, batch: int, form: str = "arm") -> str:
         if call is not None and call.kernel == "pe_arm_conv_w16_s8":
             mode = int(call.arg("mode").value)
             return "conv-w16-" + "-".join(filter(None, [
-                "fast" if mode & arm.W16_FAST else "general",
-                "signed" if mode & arm.W16_SIGNED else "relu",
+                "fast" if mode & arm.FAST else "general",
+                "signed" if mode & arm.SIGNED else "relu",
                 "pad" if int(np.prod(graph.tensors[op.inputs[1]].shape[1:])) % 8 else "",
                 "odd-pixels" if out.shape[1] * out.shape[2] * batch % 2 else ""]))
         w = graph.tensors[op.inputs[1]]
@@ -126,9 +140,12 @@ def path(graph: Graph, batch: int, form: str = "arm") -> str:
     if op.type == "depthwise_conv2d":
         w = graph.tensors[op.inputs[1]]
         s = op.attrs["stride"][1]
+        call = arm.ARM.build(graph, op, batch, Target()) if form == "arm" else None
+        mode = int(call.args[-1][1].value) if call is not None else 0
+        fast = ("-fast-signed" if mode & arm.SIGNED else "-fast") if mode & arm.FAST else ""
         if w.shape[2] == 3 and s in (1, 2):
-            return f"dw-3x3-s{s}"
-        return "dw-generic"
+            return f"dw-3x3-s{s}{fast}"
+        return ("dw-pairs" if s <= 2 else "dw-generic") + fast
     if op.type == "fully_connected":
         w = graph.tensors[op.inputs[1]]
         units, depth = w.shape

@@ -134,16 +134,16 @@ def test_w16_forms_follow_the_bias_and_the_bound():
     graph.ops[0] = replace(op, attrs={**op.attrs, "activation": "none"})
     call = arm.ARM.build(graph, graph.ops[0], 1, Target())
     assert call is not None and call.kernel == arm.W16_KERNEL
-    assert int(call.arg("mode").value) & arm.W16_FAST
+    assert int(call.arg("mode").value) & arm.FAST
     graph.metadata[MUTABLE] = [op.inputs[2]]            # a bias training changes: general
     call = arm.ARM.build(graph, graph.ops[0], 1, Target())
-    assert call is not None and not int(call.arg("mode").value) & arm.W16_FAST
+    assert call is not None and not int(call.arg("mode").value) & arm.FAST
     del graph.metadata[MUTABLE]
     b = graph.tensors[op.inputs[2]]                     # a bias beyond the fast form's bound
     graph.tensors[b.name] = replace(b, data=np.full(b.shape, 1 << 29, np.int32))
     call = arm.ARM.build(graph, graph.ops[0], 1, Target())
     assert call is not None and call.kernel == arm.W16_KERNEL
-    assert not int(call.arg("mode").value) & arm.W16_FAST
+    assert not int(call.arg("mode").value) & arm.FAST
 
 
 def test_builders_take_and_decline():

@@ -214,6 +214,55 @@ static inline int32_t pe_arm_requant(int32_t acc, const int32_t *rq)
     return pe_arm_requant3(acc, rq[0], rq[1], rq[2]);
 }
 
+/* -- the requantization forms of specialised layers ------------------------------------------
+ * Mode bits that codegen/backends/arm.py chooses per layer at compile time:
+ *  - PE_ARM_FAST, when the compiler has proved |acc| <= 2^29 for every input (frozen bias,
+ *    bounded sums), every e <= 21 and the clamp is the whole int8 range: the kernel builds its
+ *    accumulator doubled (weights or activations and bias times two), so that
+ *        SMMLAR(2 acc, m, c) = c + floor((acc * m + 2^30) / 2^31) = c + SRDHM(acc, m)
+ *    exactly, and with c = 2^(e-1) + zp * 2^e the result (SMMLAR(...) >> e) is
+ *    RDBPOT(SRDHM, e) + zp: words {m, c, e}; TFLM's "- [x < 0]" in the rounding is a c one less
+ *    for negative accumulators (x < 0 exactly when acc < 0). Three instructions an output.
+ *  - otherwise the one-rounding form above, words {2^(e-2) [+ zp * 2^(e-1)], m, e-1}.
+ *  - PE_ARM_SIGNED: negative accumulators need the sign fix. Without it (the output zero point
+ *    is -128, the clamp's floor) every negative accumulator gives at most the zero point
+ *    before the clamp and -128 after it either way, so the fix is skipped. */
+enum { PE_ARM_FAST = 1, PE_ARM_SIGNED = 2 };
+
+/* (c * 2^32 + a * m + 2^31) >> 32, the low 32 bits (SMMLAR) */
+static inline int32_t pe_arm_smmlar(int32_t a, int32_t m, int32_t c)
+{
+#if PE_ARM_DSP
+    int32_t r;
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(m), "r"(c));
+    return r;
+#else
+    const uint64_t u = ((uint64_t)(uint32_t)c << 32) + (uint64_t)((int64_t)a * (int64_t)m)
+                       + 0x80000000u;
+    return pe_s32_from_u32((uint32_t)(u >> 32));
+#endif
+}
+
+/* one output of a layer of mode PE_ARM_FAST and/or PE_ARM_SIGNED (rq: its three words), with
+ * the zero point folded in, before the clamp */
+static inline int32_t pe_arm_requant_mode(int32_t acc, const int32_t *rq, int32_t mode)
+{
+    if (mode & PE_ARM_FAST) {
+        const int32_t c = (mode & PE_ARM_SIGNED) && acc < 0 ? rq[1] - 1 : rq[1];
+        return pe_asr_s32(pe_arm_smmlar(acc, rq[0], c), rq[2]);
+    }
+    if (mode & PE_ARM_SIGNED) {
+        return pe_arm_requant3(acc, rq[0], rq[1], rq[2]);
+    }
+    {
+        uint32_t lo = 0x40000000u;
+        int32_t hi = rq[0];
+        PE_ARM_SMLAL(lo, hi, acc, rq[1]);
+        (void)lo;
+        return pe_asr_s32(hi, rq[2]);
+    }
+}
+
 /* add the output zero point to a requantized value, clamp, as int8 (one SSAT when the clamp is
  * the whole int8 range, which specialised code knows at compile time) */
 static inline int8_t pe_arm_clamp8(int32_t v, int32_t out_offset, int32_t lo, int32_t hi)

@@ -238,54 +238,10 @@ PE_ARM_KERNEL void pe_arm_conv_s8(const pe_context *ctx, const int8_t *input,
  * No SXTB16 is left in the inner loop: per group, two pixels times two channels are 8 SMLADs
  * and 4 LDRDs.
  *
- * Two requantization forms (mode bit PE_ARM_W16_FAST):
- *  - general: pe_arm.h's one-rounding form over SMLAL with the zero point folded in,
- *    words {2^(e-2) + zp * 2^(e-1), m, e-1};
- *  - fast, when the compiler has proved |acc| <= 2^29 for every input (frozen bias, bounded
- *    sums) and e <= 21: the accumulator is built doubled (weights and bias times two), so that
- *    SMMLAR(2 acc, m, c) = c + floor((acc * m + 2^30) / 2^31) = c + SRDHM(acc, m) exactly, and
- *    with c = 2^(e-1) + zp * 2^e the result is (SMMLAR(...) >> e) = RDBPOT(SRDHM, e) + zp:
- *    words {m, c, e}; TFLM's "- [x < 0]" of the rounding is a c one less for negative
- *    accumulators (x < 0 exactly when acc < 0).
- * Mode bit PE_ARM_W16_SIGNED: negative accumulators need that sign fix. Without it (the output
- * zero point is -128, the clamp's floor) every negative accumulator gives at most the zero
- * point before the clamp and -128 after it either way, so the fix is skipped.
+ * Requantization: pe_arm.h's forms by mode (PE_ARM_FAST, PE_ARM_SIGNED); in the fast form the
+ * bias and the weights of the stream are doubled, in the general one the bias is read from
+ * `bias` and the words are {2^(e-2) + zp * 2^(e-1), m, e-1}.
  */
-enum { PE_ARM_W16_FAST = 1, PE_ARM_W16_SIGNED = 2 };
-
-/* (c * 2^32 + a * m + 2^31) >> 32, the low 32 bits (SMMLAR) */
-static inline int32_t pe_arm_smmlar(int32_t a, int32_t m, int32_t c)
-{
-#if PE_ARM_DSP
-    int32_t r;
-    __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(m), "r"(c));
-    return r;
-#else
-    const uint64_t u = ((uint64_t)(uint32_t)c << 32) + (uint64_t)((int64_t)a * (int64_t)m)
-                       + 0x80000000u;
-    return pe_s32_from_u32((uint32_t)(u >> 32));
-#endif
-}
-
-/* one output of the stream forms, before the clamp to int8 */
-static inline int32_t pe_arm_w16_requant(int32_t acc, const int32_t *rq, int32_t mode)
-{
-    if (mode & PE_ARM_W16_FAST) {
-        const int32_t c = (mode & PE_ARM_W16_SIGNED) && acc < 0 ? rq[1] - 1 : rq[1];
-        return pe_asr_s32(pe_arm_smmlar(acc, rq[0], c), rq[2]);
-    }
-    if (mode & PE_ARM_W16_SIGNED) {
-        return pe_arm_requant3(acc, rq[0], rq[1], rq[2]);
-    }
-    {
-        uint32_t lo = 0x40000000u;
-        int32_t hi = rq[0];
-        PE_ARM_SMLAL(lo, hi, acc, rq[1]);
-        (void)lo;
-        return pe_asr_s32(hi, rq[2]);
-    }
-}
-
 #if PE_ARM_DSP
 /* the assembly of pe_arm_w16_pairs: per pair of channels, the bias, the dot products over the
  * groups (two per iteration), the requantization, the four stores; the loop state lives in a
@@ -331,10 +287,10 @@ static inline int32_t pe_arm_w16_requant(int32_t acc, const int32_t *rq, int32_t
     "cmp %[wp], %[xe]\n\t"                               \
     "bne 2b\n\t"
 /* fast form: acc = SMMLAR(acc, m, c [- 1]) >> e */
-#define PE_ARM_W16_FAST_RELU(acc, m, c, e)               \
+#define PE_ARM_FAST_RELU(acc, m, c, e)               \
     "smmlar %[" acc "], %[" acc "], %[" m "], %[" c "]\n\t" \
     "asr %[" acc "], %[" acc "], %[" e "]\n\t"
-#define PE_ARM_W16_FAST_SIGNED(acc, m, c, e)             \
+#define PE_ARM_FAST_SIGNED(acc, m, c, e)             \
     "add %[xe], %[" c "], %[" acc "], asr #31\n\t"       \
     "smmlar %[" acc "], %[" acc "], %[" m "], %[xe]\n\t" \
     "asr %[" acc "], %[" acc "], %[" e "]\n\t"
@@ -350,7 +306,7 @@ static inline int32_t pe_arm_w16_requant(int32_t acc, const int32_t *rq, int32_t
     "add %[xe], %[" khi "], %[" acc "], asr #31\n\t"     \
     "smlal %[xp], %[xe], %[" acc "], %[" m "]\n\t"       \
     "asr %[" acc "], %[xe], %[" e "]\n\t"
-#define PE_ARM_W16_FAST_BIAS "2:\n\tldrd %[a0], %[a1], [%[wp]], #8\n\t"
+#define PE_ARM_FAST_BIAS "2:\n\tldrd %[a0], %[a1], [%[wp]], #8\n\t"
 #define PE_ARM_W16_PTR_BIAS                              \
     "2:\n\tldr %[xe], [sp, #20]\n\t"                     \
     "ldrd %[a0], %[a1], [%[xe]], #8\n\t"                 \
@@ -384,7 +340,7 @@ static inline void pe_arm_w16_pairs(const int16_t *cols, int32_t groups, const i
                                     const int32_t *bias, int32_t mode, int8_t *oa, int8_t *ob,
                                     int32_t pairs)
 {
-    const int32_t per_pair = ((mode & PE_ARM_W16_FAST) ? 2 : 0) + 4 * groups + 2 * PE_ARM_RQ_WORDS;
+    const int32_t per_pair = ((mode & PE_ARM_FAST) ? 2 : 0) + 4 * groups + 2 * PE_ARM_RQ_WORDS;
 #if PE_ARM_DSP
     /* the frame: cols, end of cols, oa, ob, end of the stream, bias */
     uintptr_t frame[6];
@@ -403,11 +359,11 @@ static inline void pe_arm_w16_pairs(const int16_t *cols, int32_t groups, const i
     if (pairs <= 0) {
         return;
     }
-    if (mode == PE_ARM_W16_FAST) {
-        PE_ARM_W16_ASM(PE_ARM_W16_FAST_BIAS, PE_ARM_W16_FAST_RELU);
-    } else if (mode == (PE_ARM_W16_FAST | PE_ARM_W16_SIGNED)) {
-        PE_ARM_W16_ASM(PE_ARM_W16_FAST_BIAS, PE_ARM_W16_FAST_SIGNED);
-    } else if (mode == PE_ARM_W16_SIGNED) {
+    if (mode == PE_ARM_FAST) {
+        PE_ARM_W16_ASM(PE_ARM_FAST_BIAS, PE_ARM_FAST_RELU);
+    } else if (mode == (PE_ARM_FAST | PE_ARM_SIGNED)) {
+        PE_ARM_W16_ASM(PE_ARM_FAST_BIAS, PE_ARM_FAST_SIGNED);
+    } else if (mode == PE_ARM_SIGNED) {
         PE_ARM_W16_ASM(PE_ARM_W16_PTR_BIAS, PE_ARM_W16_SMLAL_SIGNED);
     } else {
         PE_ARM_W16_ASM(PE_ARM_W16_PTR_BIAS, PE_ARM_W16_SMLAL_RELU);
@@ -420,7 +376,7 @@ static inline void pe_arm_w16_pairs(const int16_t *cols, int32_t groups, const i
         int32_t acc[4];                                   /* a0, a1, b0, b1 */
         const int32_t *w = s;
         const int32_t *rq;
-        if (mode & PE_ARM_W16_FAST) {
+        if (mode & PE_ARM_FAST) {
             acc[0] = acc[2] = w[0];
             acc[1] = acc[3] = w[1];
             w += 2;
@@ -439,8 +395,8 @@ static inline void pe_arm_w16_pairs(const int16_t *cols, int32_t groups, const i
         }
         rq = w;
         for (j = 0; j < 2; ++j) {
-            oa[2 * p + j] = pe_arm_clamp8(pe_arm_w16_requant(acc[j], rq + 3 * j, mode), 0, -128, 127);
-            ob[2 * p + j] = pe_arm_clamp8(pe_arm_w16_requant(acc[2 + j], rq + 3 * j, mode), 0, -128,
+            oa[2 * p + j] = pe_arm_clamp8(pe_arm_requant_mode(acc[j], rq + 3 * j, mode), 0, -128, 127);
+            ob[2 * p + j] = pe_arm_clamp8(pe_arm_requant_mode(acc[2 + j], rq + 3 * j, mode), 0, -128,
                                           127);
         }
     }

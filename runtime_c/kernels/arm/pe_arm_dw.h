@@ -6,7 +6,9 @@
  * (input offset added, padding 0), the channel's weights are packed into int16 pairs of
  * horizontally neighbouring taps, and every output is a sum of SMLADs over unaligned pairs of
  * the plane (an odd last tap pairs with a zero weight; the plane has two spare zeros for that
- * read). 3x3 windows with stride 1 or 2 compute two outputs per step from shared loads.
+ * read). Strides 1 and 2 compute two outputs per step, sharing the weights' loads (3x3 windows
+ * also share the input's). In the fast form (pe_arm.h's PE_ARM_FAST) the plane holds twice
+ * (x + offset) and the bias is doubled, so the accumulator is the doubled one SMMLAR reads.
  * A channel is read whole before any of its outputs is written, and no other channel is
  * written meanwhile: the output may overwrite the input (in place).
  * Scratch: ((out_h - 1) * stride_h + k_h) * ((out_w - 1) * stride_w + k_w) + 2 int16.
@@ -19,10 +21,11 @@
 
 #define PE_ARM_DW_MAX_PAIRS 64
 
-/* the padded plane of channel c: hp x wp values, origin at (-pad_h, -pad_w) */
+/* the padded plane of channel c: hp x wp values (x + offset) * scale, origin at
+ * (-pad_h, -pad_w) */
 static inline void pe_arm_plane(int16_t *plane, const int8_t *in, int32_t in_h, int32_t in_w,
                                 int32_t chans, int32_t hp, int32_t wp, int32_t pad_h,
-                                int32_t pad_w, int32_t offset)
+                                int32_t pad_w, int32_t offset, int32_t scale)
 {
     const int32_t x0 = pad_w < wp ? pad_w : wp;
     const int32_t x1 = pad_w + in_w < wp ? pad_w + in_w : wp;
@@ -41,8 +44,9 @@ static inline void pe_arm_plane(int16_t *plane, const int8_t *in, int32_t in_h, 
         }
         if (px < x1) {
             const int8_t *src = in + (iy * in_w + (x0 - pad_w)) * chans;
+            PE_ARM_UNROLL(4)
             for (; px < x1; ++px, src += chans) {
-                row[px] = (int16_t)((int32_t)*src + offset);
+                row[px] = (int16_t)(((int32_t)*src + offset) * scale);
             }
         }
         for (; px < wp; ++px) {
@@ -53,13 +57,24 @@ static inline void pe_arm_plane(int16_t *plane, const int8_t *in, int32_t in_h, 
     plane[hp * wp + 1] = 0;
 }
 
+/* an output: pe_arm.h's fast form by mode, else the one-rounding form with zero point and
+ * clamp */
+static inline int8_t pe_arm_dw_out(int32_t acc, const int32_t *rq, int32_t mode, int32_t out_off,
+                                   int32_t act_min, int32_t act_max)
+{
+    if (mode & PE_ARM_FAST) {
+        return pe_arm_clamp8(pe_arm_requant_mode(acc, rq, mode), 0, -128, 127);
+    }
+    return pe_arm_clamp8(pe_arm_requant(acc, rq), out_off, act_min, act_max);
+}
+
 PE_ARM_KERNEL void pe_arm_dw_s8(const pe_context *ctx, const int8_t *input,
                                 const int8_t *filter, const int32_t *bias, const int32_t *rq,
                                 int8_t *output, int32_t n, int32_t in_h, int32_t in_w,
                                 int32_t chans, int32_t out_h, int32_t out_w, int32_t k_h,
                                 int32_t k_w, int32_t sh, int32_t sw, int32_t pad_h,
                                 int32_t pad_w, int32_t in_off, int32_t out_off, int32_t act_min,
-                                int32_t act_max)
+                                int32_t act_max, int32_t mode)
 {
     const int32_t hp = (out_h - 1) * sh + k_h;
     const int32_t wp = (out_w - 1) * sw + k_w;
@@ -71,11 +86,10 @@ PE_ARM_KERNEL void pe_arm_dw_s8(const pe_context *ctx, const int8_t *input,
         const int8_t *in = input + b * in_h * in_w * chans;
         int8_t *out = output + b * out_h * out_w * chans;
         for (c = 0; c < chans; ++c) {
-            const int32_t bc = bias != 0 ? bias[c] : 0;
-            const int32_t r0 = rq[c * PE_ARM_RQ_WORDS];
-            const int32_t r1 = rq[c * PE_ARM_RQ_WORDS + 1];
-            const int32_t r2 = rq[c * PE_ARM_RQ_WORDS + 2];
-            pe_arm_plane(plane, in + c, in_h, in_w, chans, hp, wp, pad_h, pad_w, in_off);
+            const int32_t scale = (mode & PE_ARM_FAST) ? 2 : 1;
+            const int32_t bc = bias != 0 ? bias[c] * scale : 0;
+            const int32_t *const r = rq + c * PE_ARM_RQ_WORDS;
+            pe_arm_plane(plane, in + c, in_h, in_w, chans, hp, wp, pad_h, pad_w, in_off, scale);
             for (ky = 0; ky < k_h; ++ky) {
                 for (j = 0; j < pairs; ++j) {
                     const int32_t kx = 2 * j;
@@ -94,48 +108,63 @@ PE_ARM_KERNEL void pe_arm_dw_s8(const pe_context *ctx, const int8_t *input,
                         int32_t s0 = bc, s1 = bc;
                         PE_ARM_UNROLL(7)
                         for (ky = 0; ky < k_h; ++ky) {
-                            const int16_t *r = base + ky * wp + ox;
-                            const uint32_t x23 = pe_arm_ld32(r + 2);
-                            s0 = pe_arm_smlad(pe_arm_ld32(r), wq[2 * ky], s0);
-                            s1 = pe_arm_smlad(pe_arm_ld32(r + 1), wq[2 * ky], s1);
+                            const int16_t *rr = base + ky * wp + ox;
+                            const uint32_t x23 = pe_arm_ld32(rr + 2);
+                            s0 = pe_arm_smlad(pe_arm_ld32(rr), wq[2 * ky], s0);
+                            s1 = pe_arm_smlad(pe_arm_ld32(rr + 1), wq[2 * ky], s1);
                             s0 = pe_arm_smlabb(x23, wq[2 * ky + 1], s0);
                             s1 = pe_arm_smlatb(x23, wq[2 * ky + 1], s1);
                         }
-                        o[ox * chans] = pe_arm_clamp8(pe_arm_requant3(s0, r0, r1, r2), out_off,
-                                                      act_min, act_max);
-                        o[(ox + 1) * chans] = pe_arm_clamp8(pe_arm_requant3(s1, r0, r1, r2),
-                                                            out_off, act_min, act_max);
+                        o[ox * chans] = pe_arm_dw_out(s0, r, mode, out_off, act_min, act_max);
+                        o[(ox + 1) * chans] = pe_arm_dw_out(s1, r, mode, out_off, act_min,
+                                                            act_max);
                     }
                 } else if (k_w == 3 && sw == 2) {
                     for (; ox + 1 < out_w; ox += 2) {
                         int32_t s0 = bc, s1 = bc;
                         PE_ARM_UNROLL(7)
                         for (ky = 0; ky < k_h; ++ky) {
-                            const int16_t *r = base + ky * wp + 2 * ox;
-                            const uint32_t x23 = pe_arm_ld32(r + 2);
-                            s0 = pe_arm_smlad(pe_arm_ld32(r), wq[2 * ky], s0);
+                            const int16_t *rr = base + ky * wp + 2 * ox;
+                            const uint32_t x23 = pe_arm_ld32(rr + 2);
+                            s0 = pe_arm_smlad(pe_arm_ld32(rr), wq[2 * ky], s0);
                             s1 = pe_arm_smlad(x23, wq[2 * ky], s1);
                             s0 = pe_arm_smlabb(x23, wq[2 * ky + 1], s0);
-                            s1 = pe_arm_smlabb(pe_arm_ld32(r + 4), wq[2 * ky + 1], s1);
+                            s1 = pe_arm_smlabb(pe_arm_ld32(rr + 4), wq[2 * ky + 1], s1);
                         }
-                        o[ox * chans] = pe_arm_clamp8(pe_arm_requant3(s0, r0, r1, r2), out_off,
-                                                      act_min, act_max);
-                        o[(ox + 1) * chans] = pe_arm_clamp8(pe_arm_requant3(s1, r0, r1, r2),
-                                                            out_off, act_min, act_max);
+                        o[ox * chans] = pe_arm_dw_out(s0, r, mode, out_off, act_min, act_max);
+                        o[(ox + 1) * chans] = pe_arm_dw_out(s1, r, mode, out_off, act_min,
+                                                            act_max);
+                    }
+                } else if (sw <= 2) {
+                    /* any window: two outputs per step over the same weight pairs */
+                    for (; ox + 1 < out_w; ox += 2) {
+                        int32_t s0 = bc, s1 = bc;
+                        PE_ARM_UNROLL(7)
+                        for (ky = 0; ky < k_h; ++ky) {
+                            const int16_t *rr = base + ky * wp + ox * sw;
+                            PE_ARM_UNROLL(4)
+                            for (j = 0; j < pairs; ++j) {
+                                const uint32_t w = wq[ky * pairs + j];
+                                s0 = pe_arm_smlad(pe_arm_ld32(rr + 2 * j), w, s0);
+                                s1 = pe_arm_smlad(pe_arm_ld32(rr + sw + 2 * j), w, s1);
+                            }
+                        }
+                        o[ox * chans] = pe_arm_dw_out(s0, r, mode, out_off, act_min, act_max);
+                        o[(ox + 1) * chans] = pe_arm_dw_out(s1, r, mode, out_off, act_min,
+                                                            act_max);
                     }
                 }
                 for (; ox < out_w; ++ox) {
                     int32_t s = bc;
                     PE_ARM_UNROLL(7)
                     for (ky = 0; ky < k_h; ++ky) {
-                        const int16_t *r = base + ky * wp + ox * sw;
+                        const int16_t *rr = base + ky * wp + ox * sw;
                         PE_ARM_UNROLL(4)
                         for (j = 0; j < pairs; ++j) {
-                            s = pe_arm_smlad(pe_arm_ld32(r + 2 * j), wq[ky * pairs + j], s);
+                            s = pe_arm_smlad(pe_arm_ld32(rr + 2 * j), wq[ky * pairs + j], s);
                         }
                     }
-                    o[ox * chans] = pe_arm_clamp8(pe_arm_requant3(s, r0, r1, r2), out_off,
-                                                  act_min, act_max);
+                    o[ox * chans] = pe_arm_dw_out(s, r, mode, out_off, act_min, act_max);
                 }
             }
         }

@@ -16,5 +16,5 @@ void pe_depthwise_conv2d_s8_arm(const pe_context *ctx, const pe_dw_conv_params *
                  input_dims->w, input_dims->c, output_dims->h, output_dims->w, filter_dims->h,
                  filter_dims->w, params->stride.h, params->stride.w, params->padding.h,
                  params->padding.w, params->input_offset, params->output_offset,
-                 params->activation.min, params->activation.max);
+                 params->activation.min, params->activation.max, 0);
 }
