@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import __version__
-from .errors import PockError
+from .errors import PockError, PockWarning, plural
 
 EXIT_BAD_INPUT = 2
+# stdout closed early (`pockengine inspect MODEL | head -1`): 128 + SIGPIPE, the status the shell
+# reports for a program that the signal ended (what `cat` or `yes` end with in that pipe), so
+# `set -o pipefail` scripts see pockengine as any other Unix tool; nothing is printed
+EXIT_BROKEN_PIPE = 141
 
 
 def _load(path: str):
@@ -22,8 +28,16 @@ def _load(path: str):
 
 
 def _refuse_overwrite(path: Path, force: bool) -> None:
+    """An output file: refuse to overwrite it without --force, and say before any work is
+    done when it cannot be written (a directory, a missing folder)."""
+    if path.is_dir():
+        raise PockError(f"{path}: is a directory (give a file name)")
     if path.exists() and not force:
         raise PockError(f"{path}: already exists (use --force to overwrite)")
+    parent = path.parent
+    if not parent.is_dir():
+        raise PockError(f"{path}: cannot write: directory {parent} "
+                        f"{'is not a directory' if parent.exists() else 'does not exist'}")
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -57,14 +71,12 @@ def cmd_quantize(args: argparse.Namespace) -> int:
 
 
 def cmd_infer(args: argparse.Namespace) -> int:
-    import numpy as np
-
     from .data import fit_input, load_npy
 
-    graph = _load(args.model)
-    x = fit_input(graph, load_npy(args.input), args.input)
     out = Path(args.output)
     _refuse_overwrite(out, args.force)
+    graph = _load(args.model)
+    x = fit_input(graph, load_npy(args.input), args.input)
     summary: dict = {"engine": args.engine, "backend": args.backend}
     if args.engine == "host":
         import tempfile
@@ -84,7 +96,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
                                         not args.no_measure)
         summary["chain"] = chain
         summary["instructions"] = res.instructions
-    np.save(out, y)
+    _save_outputs(out, y)
     summary.update(output=str(out), shape=list(y.shape), dtype=str(y.dtype))
     if args.json:
         print(json.dumps(summary))
@@ -96,6 +108,26 @@ def cmd_infer(args: argparse.Namespace) -> int:
             print(f"{ins['unit']} per inference on {args.engine} ({chain}): {ins['infer']:,}",
                   file=sys.stderr)
     return 0
+
+
+def _save_outputs(out: Path, y) -> None:
+    """Write ``y`` to exactly ``out`` (np.save to a path would append .npy): .txt and .csv as
+    text, one sample per line; .npz as an archive with 'y'; anything else in .npy format."""
+    import numpy as np
+
+    suffix = out.suffix.lower()
+    try:
+        with open(out, "wb") as f:
+            if suffix in (".txt", ".csv"):
+                rows = y.reshape(len(y), int(np.prod(y.shape[1:], dtype=np.int64)))
+                np.savetxt(f, rows, fmt="%d" if y.dtype.kind in "iu" else "%.9g",
+                           delimiter="," if suffix == ".csv" else " ")
+            elif suffix == ".npz":
+                np.savez(f, y=y)
+            else:
+                np.save(f, y)
+    except OSError as e:
+        raise PockError(f"{out}: cannot write ({e.strerror or e})") from None
 
 
 def _infer_on_board(graph, x, engine: str, timeout: float | None, backend: str = "auto",
@@ -158,8 +190,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
         return 0
     acc = lambda v: "-" if v is None else f"{v:.2%}"
     losses = result["loss"]
-    print(f"engine {result['engine']}: {result['steps']} steps ({result['epochs']} epochs, "
-          f"backward {result['backward']}, {result['optimizer']})")
+    print(f"engine {result['engine']}: {plural(result['steps'], 'step')} "
+          f"({plural(result['epochs'], 'epoch')}, backward {result['backward']}, "
+          f"{result['optimizer']})")
     if losses:
         k = max(1, len(losses) // 10)
         print(f"loss: first {np.mean(losses[:k]):.4f} -> last {np.mean(losses[-k:]):.4f} "
@@ -172,9 +205,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
         print(saturation_line(result["saturated_updates"], result["saturated_per_step"]))
     ins = result.get("instructions")
     if ins:
+        infer = ins.get("infer")         # measured only where there was data to infer on
         print(f"{ins['unit']} per step: forward {ins['forward']:,}, backward "
-              f"{ins['backward']:,}, update {ins['update']:,} (whole step {ins['step']:,}); "
-              f"per inference {ins['infer'] or 0:,}")
+              f"{ins['backward']:,}, update {ins['update']:,} (whole step {ins['step']:,})"
+              + (f"; per inference {infer:,}" if infer else ""))
     if result.get("memory"):
         mem = result["memory"]
         print(f"memory: flash {mem['flash_bytes']:,} B, SRAM {mem['sram_bytes']:,} B "
@@ -260,12 +294,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from .data import load_npz
     from .pipeline import compile_model
 
+    if args.epochs is not None and not args.data:
+        raise PockError(f"--epochs {args.epochs}: epochs are passes over training data; give "
+                        "--data with it (without --data nothing is trained on the device)")
     calib = load_npz(args.calib)[0] if args.calib else None
     proj = compile_model(args.model, board=args.board, spec=args.train, calib=calib,
                          out_dir=args.output, prefix=args.prefix, backend=args.backend,
                          force=args.force, data=args.data, evals=args.eval,
-                         epochs=args.epochs, seed=args.seed, shuffle=not args.no_shuffle,
-                         measure=not args.no_measure)
+                         epochs=1 if args.epochs is None else args.epochs, seed=args.seed,
+                         shuffle=not args.no_shuffle, measure=not args.no_measure)
     m = proj.manifest
     if args.json:
         print(json.dumps({"dir": str(proj.dir), **m}))
@@ -279,8 +316,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
           f"{mem['params_bytes']:,} B, constants {mem['constant_bytes']:,} B")
     data = m.get("device", {}).get("data")
     if data is not None:
-        print(f"embedded data: {data['train_samples']} training samples x {data['epochs']} "
-              f"epoch(s) = {data['steps']} steps, {data['eval_samples']} evaluation samples "
+        print(f"embedded data: {plural(data['train_samples'], 'training sample')} x "
+              f"{plural(data['epochs'], 'epoch')} = {plural(data['steps'], 'step')}, "
+              f"{plural(data['eval_samples'], 'evaluation sample')} "
               f"({data['flash_bytes']:,} B of flash)")
     return 0
 
@@ -480,7 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--data", help="device boards: .npz with training 'x' and 'y' to embed "
                     "in flash")
     sp.add_argument("--eval", help="device boards: .npz with evaluation 'x' (and 'y') to embed")
-    sp.add_argument("--epochs", type=int, default=1, help="device boards: epochs over --data")
+    sp.add_argument("--epochs", type=int, help="device boards: epochs over --data (default 1)")
     sp.add_argument("--seed", type=int, default=0, help="sample order seed")
     sp.add_argument("--no-shuffle", action="store_true", help="visit samples in file order")
     _backend_option(sp)
@@ -513,7 +551,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--profile-ops", action="store_true",
                     help="also count instructions per kernel call of the training step")
     sp.add_argument("--uart", metavar="tcp:HOST:PORT",
-                    help="serve the serial protocol on the board's UART (a TCP port) instead "
+                    help="serve the serial protocol on the board's UART (a TCP port, 1..65535; "
+                    "socket://HOST:PORT is accepted too) instead "
                     "of training on embedded data, until Ctrl-C or --timeout; checkpoints in "
                     "DIR/pe_checkpoint.bin")
     sp.add_argument("--json", action="store_true", help="machine-readable output")
@@ -532,11 +571,72 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """PockWarnings as one line (``pockengine: warning: ...``); others as Python prints them."""
+    if issubclass(category, PockWarning):
+        print(f"pockengine: warning: {' '.join(str(message).split())}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def _os_error(e: OSError) -> str:
+    """One line for a file the system refused: the path(s) and the system's reason."""
+    name = lambda f: str(f) if isinstance(f, int) else os.fsdecode(f)
+    path = name(e.filename)
+    what = path if e.filename2 is None else f"{path} -> {name(e.filename2)}"
+    line = f"{what}: {e.strerror or e}"
+    parent = Path(path).parent
+    if e.errno == errno.ENOENT and not parent.is_dir():
+        line += f" (directory {parent} does not exist)"
+    return line
+
+
+def _stdout_broken() -> bool:
+    """Whether stdout is a pipe whose reader has gone (rather than, say, a serial socket that
+    broke: that is an error to report)."""
+    try:
+        import select
+
+        poll = select.poll()
+        poll.register(sys.__stdout__.fileno(), select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poll.poll(0))
+    except (AttributeError, ValueError, OSError):
+        return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", PockWarning)
+        warnings.showwarning = _show_warning
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
-        return args.fn(args)
+        try:
+            status = args.fn(args)
+            sys.stdout.flush()      # a closed pipe shows here, not in the interpreter's exit
+            return status
+        except BrokenPipeError:
+            if not _stdout_broken():
+                raise
+            # the reader of our stdout has gone (`| head -1`): stop quietly, and point stdout
+            # at /dev/null so that the interpreter's final flush does not complain either
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.__stdout__.fileno())
+                os.close(devnull)
+            except (AttributeError, ValueError, OSError):
+                pass
+            return EXIT_BROKEN_PIPE
+        except OSError as e:
+            # a file the system refused (an output folder that does not exist, a path under
+            # a file, no permission): the user's to fix, so one line with the path and reason
+            if e.filename is None or os.environ.get("POCKENGINE_DEBUG"):
+                raise
+            raise PockError(_os_error(e)) from None
     except PockError as e:
         print(f"pockengine: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

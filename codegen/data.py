@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import struct
 import tokenize
+import warnings
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -13,9 +14,21 @@ from typing import Any
 
 import numpy as np
 
-from .errors import PockError, brief
+from .errors import PockError, PockWarning, brief, plural
 from .ir import Graph
 from .ir.verify import nonfinite
+
+NPZ_CONTENTS = ("an .npz archive with 'x' (N, ...) float or int8 samples and 'y' (N,) integer "
+                "labels (loss mse: targets), e.g. numpy.savez(path, x=x, y=y)")
+NPY_CONTENTS = "a .npy array of float or int8 samples (N, ...), e.g. numpy.save(path, x)"
+
+
+def check_numeric(a: np.ndarray, what: str, contents: str) -> None:
+    """PockError unless ``a`` holds numbers (integers or floats: not text, booleans, complex
+    numbers, dates or records), saying what the file must contain."""
+    if a.dtype.kind not in "iuf":
+        raise PockError(f"{what} has dtype {brief(str(a.dtype), 60, False)}, not numbers; "
+                        f"expected {contents}")
 
 
 def check_finite(a: np.ndarray, what: str) -> None:
@@ -54,7 +67,7 @@ def load_npy(path: str | Path) -> np.ndarray:
     try:
         with open(p, "rb") as f:
             if f.read(4) == b"PK\x03\x04":
-                raise PockError(f"{p}: expected a .npy array, got an .npz archive")
+                raise PockError(f"{p}: this is an .npz archive; expected {NPY_CONTENTS}")
             f.seek(0)
             _header(f, p.stat().st_size, str(p))
             f.seek(0)
@@ -64,6 +77,7 @@ def load_npy(path: str | Path) -> np.ndarray:
     except (ValueError, OSError, EOFError) as e:
         raise PockError(f"{p}: not a readable .npy array ({brief(e, 120, quote=False)})"
                         ) from None
+    check_numeric(arr, str(p), NPY_CONTENTS)
     check_finite(arr, str(p))
     return arr
 
@@ -75,13 +89,16 @@ def load_npz(path: str | Path, need_y: bool = False) -> tuple[np.ndarray, np.nda
     arrays: dict[str, np.ndarray] = {}
     try:
         with open(p, "rb") as f:
-            if f.read(4) not in (b"PK\x03\x04", b"PK\x05\x06"):     # not a zip archive
-                raise PockError(f"{p}: expected an .npz archive with arrays 'x' and 'y'")
+            magic = f.read(6)
+            if magic[:4] not in (b"PK\x03\x04", b"PK\x05\x06"):     # not a zip archive
+                kind = "this is a .npy array" if magic == b"\x93NUMPY" else "not a zip archive"
+                raise PockError(f"{p}: {kind}; expected {NPZ_CONTENTS}")
         z = np.load(p, allow_pickle=False)
         with z:
             if "x" not in z.files:
                 raise PockError(f"{p}: no array 'x' in the archive (has "
-                                f"{brief(sorted(z.files), 120, False)})")
+                                f"{brief(sorted(z.files), 120, False)}); expected "
+                                f"{NPZ_CONTENTS}")
             for key in ("x", "y"):
                 if key in z.files:
                     member = f"{key}.npy" if f"{key}.npy" in z.zip.namelist() else key
@@ -97,6 +114,9 @@ def load_npz(path: str | Path, need_y: bool = False) -> tuple[np.ndarray, np.nda
     x, y = arrays["x"], arrays.get("y")
     if x.ndim < 1:
         raise PockError(f"{p}: 'x' is a single value (shape []); expected samples on axis 0")
+    check_numeric(x, f"{p} 'x'", NPZ_CONTENTS)
+    if y is not None:
+        check_numeric(y, f"{p} 'y'", NPZ_CONTENTS)
     if need_y and y is None:
         raise PockError(f"{p}: no array 'y' (labels) in the archive")
     if y is not None and (y.ndim < 1 or len(y) != len(x)):
@@ -141,10 +161,21 @@ class TensorSpec:
                    int(d.get("zero_point", 0)), bool(d.get("nchw", False)))
 
 
-def quantize_values(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
-    """Float values -> int8 with TFLite's rounding (half away from zero), saturated."""
+def quantize_values(x: np.ndarray, scale: float, zero_point: int,
+                    what: str | None = None) -> np.ndarray:
+    """Float values -> int8 with TFLite's rounding (half away from zero), saturated. With
+    ``what`` (the data, for the message), values that saturate are counted and reported as a
+    :class:`~codegen.errors.PockWarning`: they are outside what the quantization can hold."""
     v = np.asarray(x).astype(np.float64) / scale
     v = np.sign(v) * np.floor(np.abs(v) + 0.5) + zero_point
+    if what is not None and v.size:
+        clipped = int(np.count_nonzero((v < -128) | (v > 127)))
+        if clipped:
+            lo, hi = (-128 - zero_point) * scale, (127 - zero_point) * scale
+            warnings.warn(f"{what}: {clipped:,} of {v.size:,} values "
+                          f"({100 * clipped / v.size:.3g} %) are outside [{lo:.6g}, {hi:.6g}], "
+                          f"the range of its int8 quantization (scale {scale:.6g}, zero point "
+                          f"{zero_point}), and were clipped to it", PockWarning, stacklevel=3)
     return np.clip(v, -128, 127).astype(np.int8)
 
 
@@ -162,6 +193,7 @@ def fit_to(t: TensorSpec, x: np.ndarray, what: str = "input") -> np.ndarray:
     """``fit_input`` for a :class:`TensorSpec` (no graph needed)."""
     want = tuple(t.shape[1:])
     x = np.asarray(x)
+    given = list(x.shape)                # for messages: the shape as the user gave it
     check_finite(x, what)
     if x.ndim == len(want):            # a single sample without batch axis
         x = x[None]
@@ -169,15 +201,19 @@ def fit_to(t: TensorSpec, x: np.ndarray, what: str = "input") -> np.ndarray:
         if t.nchw and x.ndim == 4 and tuple(x.shape[1:]) == (want[2], want[0], want[1]):
             x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
         else:
-            raise PockError(f"{what} has shape {list(x.shape)}, model input {t.name!r} expects "
-                            f"[N, {', '.join(map(str, want))}]")
+            hint = ""
+            if len(given) >= 1 and math.prod(given[1:]) == math.prod(want):
+                hint = (f" ({plural(given[0], 'sample')} of {given[1:]}? reshape to "
+                        f"{[given[0], *want]})")
+            raise PockError(f"{what} has shape {given}, model input {t.name!r} expects "
+                            f"[N, {', '.join(map(str, want))}]{hint}")
     if t.dtype == "int8":
         if x.dtype == np.int8:
             return x
         if not np.issubdtype(x.dtype, np.floating):
             raise PockError(f"{what} has dtype {x.dtype}, model input {t.name!r} is int8 "
                             "(give int8 or float32 data)")
-        return quantize_values(x, t.scale, t.zero_point)
+        return quantize_values(x, t.scale, t.zero_point, f"{what} (model input {t.name!r})")
     if t.dtype == "float32":
         if not np.issubdtype(x.dtype, np.floating):
             raise PockError(f"{what} has dtype {x.dtype}, model input {t.name!r} is float32")
@@ -195,7 +231,7 @@ def fit_targets(out: TensorSpec, loss: str, x: np.ndarray, y: Any, what: str) ->
         if y is None:
             raise PockError(f"{what}: no labels 'y' for the cross_entropy loss")
         y = np.asarray(y)
-        if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
+        if y.ndim != 1 or y.dtype.kind not in "iu":      # not bool, not timedelta64
             raise PockError(f"{what}: labels 'y' must be integers of shape [N], got "
                             f"{y.dtype} {list(y.shape)}")
         n_classes = out.shape[-1]
@@ -208,10 +244,13 @@ def fit_targets(out: TensorSpec, loss: str, x: np.ndarray, y: Any, what: str) ->
     if tgt.ndim < 1 or tgt[:1].size != size:
         raise PockError(f"{what}: loss mse needs targets shaped like the model output "
                         f"{list(out.shape[1:])} per sample, got {list(tgt.shape)}")
+    if tgt.dtype.kind not in "iuf":
+        raise PockError(f"{what}: loss mse needs numeric targets (float, or int8 in the "
+                        f"output's quantization), got {brief(str(tgt.dtype), 60, False)}")
     check_finite(tgt, f"{what} targets")
     if tgt.dtype != np.int8:
         tgt = quantize_values(tgt.reshape(len(tgt), *out.shape[1:]), out.scale,
-                              out.zero_point)
+                              out.zero_point, f"{what} targets (model output {out.name!r})")
     if tuple(tgt.shape[1:]) != tuple(out.shape[1:]):
         raise PockError(f"{what}: targets have shape {list(tgt.shape)}, model output "
                         f"{out.name!r} is {list(out.shape)}")

@@ -1,4 +1,5 @@
-"""The one exception type users see. The CLI prints its message on one line and exits 2."""
+"""The one exception type users see. The CLI prints its message on one line and exits 2.
+Warnings about the user's input (:class:`PockWarning`) are printed on one line too."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ def brief(value: object, limit: int = 80, quote: bool = True) -> str:
     in messages stay short whatever the file held."""
     text = repr(value) if quote else str(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 epoch``, ``2 epochs`` (``words``: an irregular plural)."""
+    return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
 class PockError(Exception):
@@ -28,3 +34,8 @@ class ModelError(PockError):
 
 class SpecError(PockError):
     """A training spec, board file or data file that does not fit."""
+
+
+class PockWarning(UserWarning):
+    """Input that works but not as given (e.g. values clipped to the int8 range): the CLI prints
+    it on one line (``pockengine: warning: ...``) and goes on."""

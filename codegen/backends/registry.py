@@ -88,6 +88,7 @@ def chain_for(board: Any = None, backend: str = "auto") -> Chain:
         (() if backend == "ref" else (backend,))
     notes: list[str] = []
     chain: list[Backend] = []
+    where = f"board {board_name}" + (" (this machine)" if board_name == "host" else "")
     for name in wanted:
         b = BACKENDS.get(name)
         reason = (f"backend {name} does not exist in this version" if b is None
@@ -95,9 +96,9 @@ def chain_for(board: Any = None, backend: str = "auto") -> Chain:
         if reason is None:
             chain.append(b)
         elif backend != "auto":
-            raise PockError(f"--backend {name} on board {board_name}: {reason}")
+            raise PockError(f"--backend {name} on {where}: {reason}")
         else:
-            notes.append(f"board {board_name}: {reason}; left out of the chain")
+            notes.append(f"{where}: {reason}; left out of the chain")
     chain.append(REF)
     return Chain(tuple(chain), backend, tuple(notes), Target.of(board))
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import PockError
+from ..errors import PockError, plural
 from ..render.output import Project, open_project
 
 DEFAULT_TIMEOUT = 600.0
@@ -116,6 +116,13 @@ def project_data(project: Project, train: Any = None, evals: Any = None, *,
     if evals is None and train is not None and cur.get("eval_samples"):
         evals = src.get("eval") if src.get("eval") and Path(src["eval"]).is_file() else None
     training = m.get("training")
+    if epochs is not None and train is None:        # nothing to repeat: say so, not "0 steps"
+        if training is None:
+            raise PockError(f"--epochs {epochs}: {project.dir} was compiled without a training "
+                            "spec (inference only); compile with --train and --data to train "
+                            "on the device")
+        raise PockError(f"--epochs {epochs}: {project.dir} has no training data embedded; "
+                        "give it with --data")
     return device_data(
         TensorSpec.from_dict(m["input"]), TensorSpec.from_dict(m["output"]),
         training["loss"] if training else None, train, evals,
@@ -364,8 +371,9 @@ def format_result(summary: dict[str, Any], build: dict[str, Any] | None = None,
     lines = []
     acc = lambda v: "-" if v is None else f"{v:.2%}"
     n, steps, epochs = summary["train_samples"], summary["steps"], summary["epochs"]
-    lines.append(f"board {summary['board']}: {steps} training steps ({epochs} epoch(s) of {n} "
-                 f"samples), {summary['eval_samples']} evaluation samples")
+    lines.append(f"board {summary['board']}: {plural(steps, 'training step')} "
+                 f"({plural(epochs, 'epoch')} of {plural(n, 'sample')}), "
+                 f"{plural(summary['eval_samples'], 'evaluation sample')}")
     losses = summary["loss"]
     if epoch_lines and steps and epochs:
         per = steps // epochs

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import PockError
+from ..errors import PockError, plural
 
 Verb = Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser]
 
@@ -62,8 +62,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if result["resumed_from"]:
         print(f"resumed at sample {result['resumed_from'] + 1} of {result['steps']} (the "
               "device had applied the others)")
-    print(f"{result['board']} on {result['port']}: {result['applied']} samples applied "
-          f"({result['steps']} steps, {result['epochs']} epochs)"
+    print(f"{result['board']} on {result['port']}: {plural(result['applied'], 'sample')} "
+          f"applied ({plural(result['steps'], 'step')}, {plural(result['epochs'], 'epoch')})"
           + (f", {result['rewinds']} restarts recovered" if result["rewinds"] else ""))
     if losses:
         k = max(1, len(losses) // 10)
@@ -104,11 +104,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_pull(args: argparse.Namespace) -> int:
+    from ..cli import _refuse_overwrite
     from .session import pull_model
 
     out = Path(args.output)
-    if out.exists() and not args.force:
-        raise PockError(f"{out}: already exists (use --force to overwrite)")
+    _refuse_overwrite(out, args.force)      # and a folder that is missing: before the device
     with _device(args) as dev:
         r = pull_model(dev, out, model=args.model, calib=args.calib)
     if args.json:
@@ -162,7 +162,8 @@ def cmd_flash(args: argparse.Namespace) -> int:
 
 def _link_options(sp: argparse.ArgumentParser, timeout: float) -> None:
     sp.add_argument("--port", required=True,
-                    help="serial port: /dev/ttyUSB0, COM3, or socket://HOST:PORT (an emulator)")
+                    help="serial port: /dev/ttyUSB0, COM3, or socket://HOST:PORT or "
+                    "tcp:HOST:PORT (an emulator)")
     sp.add_argument("--baud", type=int, default=115200, help="baud rate (default 115200)")
     sp.add_argument("--timeout", type=float, default=timeout,
                     help=f"seconds to wait for an answer (default {timeout:g})")

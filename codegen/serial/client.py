@@ -34,7 +34,15 @@ from typing import Any, Self
 from ..errors import PockError
 from . import protocol as P
 from .framing import TAIL, Frame, FrameDecoder, crc32, encode_frame, wire_bytes
-from .transport import DEFAULT_BAUD, Link, LinkDown, LinkError, open_port, read_socket
+from .transport import (
+    DEFAULT_BAUD,
+    Link,
+    LinkDown,
+    LinkError,
+    open_port,
+    port_url,
+    read_socket,
+)
 
 READ_SLICE = 0.005                  # a read waits at most this long (then the clock is checked)
 REPLY_MAX = 255 * P.REPLY_UNIT      # the largest reply limit a request can state
@@ -139,13 +147,14 @@ class Device:
                  reconnect: float = 0.0, frame: int | None = None,
                  log: Callable[[str], None] | None = None):
         self.port = port if isinstance(port, str) else getattr(port, "name", "link")
-        self._url = port if isinstance(port, str) else None
+        self._url = port_url(port) if isinstance(port, str) else None
         self.baudrate = baudrate
         self.timeout, self.min_timeout = float(timeout), float(min_timeout)
         self.retries, self.deadline, self.reconnect = int(retries), float(deadline), \
             float(reconnect)
         self.log = log
-        self.link: Any = self._open_url(port, first=True) if isinstance(port, str) else port
+        self.link: Any = self._open_url(self._url, first=True) if self._url is not None \
+            else port
         if not isinstance(port, str):
             with contextlib.suppress(Exception):
                 self.link.timeout = READ_SLICE

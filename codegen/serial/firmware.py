@@ -243,11 +243,14 @@ def build_serial_firmware(project: Project | str | Path, *, trace: bool = False
 
 # -- running under QEMU -------------------------------------------------------------------------
 def qemu_serial_spec(uart: str) -> tuple[str, str, int]:
-    """``tcp:HOST:PORT[,opts]`` -> (QEMU -serial spec, host, port)."""
-    m = re.fullmatch(r"tcp:([^:,]*):(\d+)((?:,[^,]+)*)", uart.strip())
-    if not m:
-        raise PockError(f"--uart {uart!r}: expected tcp:HOST:PORT (e.g. tcp:127.0.0.1:4444)")
-    host, port, opts = m.group(1) or "127.0.0.1", int(m.group(2)), m.group(3)
+    """``tcp:HOST:PORT[,opts]`` or ``socket://HOST:PORT`` -> (QEMU -serial spec, host, port);
+    a port outside 1..65535 is a one-line error."""
+    from .transport import tcp_address
+
+    host, port, opts = tcp_address(uart, "--uart")
+    if opts and not re.fullmatch(r"(?:,[^,]+)+", opts):
+        raise PockError(f"--uart {uart!r}: expected tcp:HOST:PORT[,OPTION=VALUE...] or "
+                        "socket://HOST:PORT")
     have = {o.split("=")[0] for o in opts.split(",") if o}
     extra = [o for o in ("server=on", "wait=off", "nodelay=on") if o.split("=")[0] not in have]
     return f"tcp:{host}:{port}{opts}" + "".join("," + o for o in extra), host, port
@@ -344,6 +347,7 @@ def sim_uart(project: Project | str | Path, uart: str, *, timeout: float | None 
     """``pockengine sim DIR --uart tcp:HOST:PORT``: build, start and serve until the emulator
     ends, ``timeout`` seconds pass or Ctrl-C. Checkpoints: ``work_dir`` (default the project)
     / pe_checkpoint.bin."""
+    qemu_serial_spec(uart)              # a bad address fails before the build, not after
     fw = build_serial_firmware(project)
     work = Path(work_dir) if work_dir is not None else fw.project.dir
     run = start_serial_firmware(fw, uart, work)

@@ -258,8 +258,9 @@ def open_stm32_port(port: str, baudrate: int, timeout: float) -> Any:
     """The port at 8E1 (what the bootloader speaks)."""
     import serial
 
-    from .transport import LinkError
+    from .transport import LinkError, port_url
 
+    port = port_url(port)
     try:
         return serial.serial_for_url(port, baudrate=baudrate, parity=serial.PARITY_EVEN,
                                      bytesize=8, stopbits=1, timeout=min(timeout, 0.05),

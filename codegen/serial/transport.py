@@ -10,6 +10,7 @@ write.
 from __future__ import annotations
 
 import os
+import re
 import select
 from typing import Any, Protocol
 
@@ -36,10 +37,48 @@ class Link(Protocol):
     def close(self) -> None: ...
 
 
+TCP_FORMS = "tcp:HOST:PORT or socket://HOST:PORT (e.g. tcp:127.0.0.1:4444)"
+
+
+def tcp_address(address: str, what: str = "--port") -> tuple[str, int, str]:
+    """(host, port, the rest) of ``tcp:HOST:PORT[,options]`` (QEMU's spelling) or
+    ``socket://HOST:PORT[?options]`` (pyserial's): either is accepted wherever an emulator's
+    UART is named. An empty host is 127.0.0.1. A one-line PockError names ``what`` for
+    anything else, and for a port outside 1..65535 (port 0, "any free port", cannot be used:
+    the port the emulator got would not be known)."""
+    text = address.strip()
+    m = re.fullmatch(r"(?:tcp:|socket://)(\[[^\]]*\]|[^:,/?]*):([^,?/]*)([,?].*)?", text)
+    if m is None:
+        raise PockError(f"{what} {address!r}: expected {TCP_FORMS}")
+    host, port, rest = m.group(1) or "127.0.0.1", m.group(2), m.group(3) or ""
+    if not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
+        why = " (port 0, any free port, cannot be told to the client)" if port == "0" else ""
+        raise PockError(f"{what} {address!r}: port {port!r} is not a TCP port (1..65535)"
+                        + why)
+    if rest[:1] == ("?" if text.startswith("tcp:") else ","):   # QEMU uses ",", pyserial "?"
+        raise PockError(f"{what} {address!r}: expected {TCP_FORMS}")
+    return host, int(port), rest
+
+
+def port_url(port: str) -> str:
+    """The pyserial URL of a ``--port``: ``tcp:HOST:PORT`` becomes ``socket://HOST:PORT``;
+    socket:// URLs have their port checked; device paths (/dev/ttyUSB0, COM3) and other URLs
+    pass through."""
+    if port.strip().startswith(("tcp:", "socket://")):
+        host, number, rest = tcp_address(port)
+        if rest.startswith(","):
+            raise PockError(f"--port {port!r}: QEMU options ({rest[1:]}) belong to sim --uart, "
+                            f"not to a port to connect to")
+        return f"socket://{host}:{number}{rest}"
+    return port
+
+
 def open_port(port: str, baudrate: int = DEFAULT_BAUD, timeout: float = 0.05, **kw: Any) -> Any:
-    """A pyserial port for a device path or URL (socket://HOST:PORT for emulators)."""
+    """A pyserial port for a device path or URL (socket://HOST:PORT or tcp:HOST:PORT for
+    emulators)."""
     import serial
 
+    port = port_url(port)
     try:
         link = serial.serial_for_url(port, baudrate=baudrate, timeout=timeout,
                                      write_timeout=10.0, **kw)

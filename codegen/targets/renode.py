@@ -41,10 +41,15 @@ def renode_records(board: Board, elf: Path, out_dir: Path, *, timeout: float = 6
         raise PockError(f"board {board.name!r}: uart.renode_name is needed for Renode")
     port = None
     if uart is not None:
-        m = re.fullmatch(r"tcp:(?:[^:]*:)?(\d+)", uart)
-        if not m:
-            raise PockError(f"Renode UART {uart!r}: expected tcp:PORT or tcp:HOST:PORT")
-        port = int(m.group(1))
+        from ..serial.transport import tcp_address
+
+        text = uart.strip()
+        if re.fullmatch(r"tcp:\d+", text):                    # tcp:PORT: Renode's own host
+            text = f"tcp::{text[4:]}"
+        if not text.startswith(("tcp:", "socket://")):
+            raise PockError(f"Renode UART {uart!r}: expected tcp:PORT, tcp:HOST:PORT or "
+                            "socket://HOST:PORT")
+        port = tcp_address(text, "Renode UART")[1]
     return {
         "board": board.name,
         "summary": board.summary,

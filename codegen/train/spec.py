@@ -362,9 +362,38 @@ def _select(spec: TrainSpec, layers: list[Op], sel: Any) -> list[int]:
         elif isinstance(s, str) and s in names:
             out.append(names[s])
         else:
-            close = ", ".join(list(names)[:6])
-            raise _err(spec.source, f"unknown layer {brief(s)} (layers: {close}{', ...' if n > 6 else ''})")
+            raise _err(spec.source, _unknown_layer(s, layers))
     return out
+
+
+def _unknown_layer(sel: Any, layers: list[Op], most: int = 5) -> str:
+    """One line for a layer name the model lacks: at most ``most`` layers whose names come
+    close (a whole name or any ';'- or '/'-separated piece of it, as TFLite names join
+    several), by index and the tail of their name, and where to see them all."""
+    import difflib
+    import re
+
+    key = str(sel).lower()
+    pieces: dict[str, list[int]] = {}
+    for i, op in enumerate(layers):
+        for piece in {op.name, *re.split(r"[;/]", op.name)}:
+            if piece:
+                pieces.setdefault(piece.lower(), []).append(i)
+    near = [i for i, op in enumerate(layers) if len(key) > 1 and key in op.name.lower()]
+    for piece in difflib.get_close_matches(key, list(pieces), n=len(pieces), cutoff=0.6):
+        near += pieces[piece]
+    near = list(dict.fromkeys(near))[:most]
+
+    def tail(name: str, limit: int = 48) -> str:
+        return repr(name if len(name) <= limit else "…" + name[-(limit - 1):])
+
+    n = len(layers)
+    where = (f"{n} trainable layers: give 0..{n - 1}, -{n}..-1, last N, first N or all; "
+             "`pockengine inspect MODEL --json` has their names")
+    if not near:
+        return f"unknown layer {brief(sel)}, no similar name ({where})"
+    listed = ", ".join(f"{i} {tail(layers[i].name)}" for i in near)
+    return f"unknown layer {brief(sel)}; similar (index name): {listed} ({where})"
 
 
 def select_channels(weight: np.ndarray, ratio: float,
