@@ -30,7 +30,8 @@ What each kernel takes (others decline):
   convolutions with one group and of FC, weight gradients of pointwise convs and FC, depthwise
   input gradients (multiplier 1, dilation 1), average-pooling gradients of windows that do not
   overlap — the same float32 sums in the same order as ref, with eight-wide VLDM + VMLA loops
-  on FPU cores.
+  on FPU cores;
+- act_mask (training graphs, either backward mode): eight values per step with SSUB8/SEL.
 """
 
 from __future__ import annotations
@@ -258,6 +259,18 @@ def _conv_w16(call: KernelCall, graph: Graph, w) -> KernelCall | None:
                    scratch_bytes=conv_w16_scratch(int(f["h"]), int(f["w"]), int(i["c"]), out_c))
 
 
+def _dw_kernel_sums(call: KernelCall, graph: Graph | None) -> Arg:
+    """pe_arm_dw_s8's ksum: per channel the input offset times the sum of its weights (frozen
+    weights only: the offset is folded into the bias, the plane holds the input as it is);
+    NULL otherwise."""
+    w = graph.tensors[call.arg("filter").tensor] if graph is not None else None
+    if w is None or w.data is None or w.name in mutable_tensors(graph):
+        return NullArg("const int32_t *")
+    off = int(call.arg("params").value.values["input_offset"])
+    sums = np.asarray(w.data, np.int64).reshape(-1, w.shape[-1]).sum(axis=0) * off
+    return ArrayArg(int32_array("ksum", sums))
+
+
 def body_call(call: KernelCall, graph: Graph | None = None) -> KernelCall:
     """The specialised form of an out-of-line arm record: the kernel's body with its shapes,
     offsets and clamps as literal int32 arguments (see the module docstring), the output zero
@@ -302,7 +315,10 @@ def body_call(call: KernelCall, graph: Graph | None = None) -> KernelCall:
         rq, out_off = ArrayArg(int32_array("rq", fast_words(rq.value.values, out_off))), 0
     elif (folded := fold_zero_point(rq.value.values, out_off)) is not None:
         rq, out_off = ArrayArg(int32_array("rq", folded)), 0
-    head += [("bias", call.arg("bias")), ("rq", rq), ("output", call.arg("output"))]
+    head.append(("bias", call.arg("bias")))
+    if kernel == "pe_arm_dw_s8":
+        head.append(("ksum", _dw_kernel_sums(call, graph)))
+    head += [("rq", rq), ("output", call.arg("output"))]
     if kernel == "pe_arm_fc_s8":
         tail = _i32(o["n"] * o["h"] * o["w"], i["c"], o["c"], p["input_offset"], out_off,
                     act["min"], act["max"])
@@ -533,7 +549,15 @@ def _avg_pool_grad(graph: Graph, op: Op, batch: int, target: Target) -> KernelCa
     return replace(ref, kernel=ref.kernel + SUFFIX)
 
 
+def _act_mask(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    """The activation mask of a training graph (either backward mode): pe_act_mask_s8's
+    arguments, eight values per step with SSUB8/SEL."""
+    ref = train_kernel_call(graph, op, batch)
+    return replace(ref, kernel=ref.kernel + SUFFIX) if ref.kernel == "pe_act_mask_s8" else None
+
+
 TRAIN_BUILDERS: dict[str, Builder] = {
+    "act_mask": _act_mask,
     "conv2d_grad_input": _grad_input,
     "fully_connected_grad_input": _grad_input,
     "conv2d_grad_weight": _grad_weight,

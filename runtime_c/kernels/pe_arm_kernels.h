@@ -52,6 +52,10 @@ void pe_fully_connected_s8_arm(const pe_context *ctx, const pe_fc_params *params
 void pe_add_s8_arm(const pe_add_params *params, const int32_t *tables, const int32_t *rq,
                    int32_t size, const int8_t *input1, const int8_t *input2, int8_t *output);
 
+/* the 1-bit activation mask of training graphs (pe_mask_s8_arm.c): pe_act_mask_s8's */
+void pe_act_mask_s8_arm(const pe_activation *params, int32_t size, const int8_t *y,
+                        uint8_t *mask);
+
 /* fp32 backward (pe_train_f32_arm.c): pe_train_kernels.h's signatures. Pointwise conv and FC
  * input / weight gradients, depthwise input gradients (multiplier 1, dilation 1), average-
  * pooling gradients of windows that do not overlap. */

@@ -135,7 +135,20 @@ def _avg_pool_grad(rng: Rng) -> tc.Case:
     return b.op("avg_pool2d_grad", b.grad_outputs("dx", (n, h, w, c)), attrs)
 
 
+def _act_mask(rng: Rng) -> tc.Case:
+    """Masks of sizes around multiples of eight (the eight-value steps and the tail), bounds
+    anywhere in the int8 range, the whole-range clamp half of the time."""
+    b = tc._Builder("fp32")
+    shape = (1, int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.choice([7, 8, 16, 21])))
+    b.add_input("y", shape, "int8", tc._int8(rng, shape), tc._act_q(rng))
+    lo, hi = (-128, 127) if rng.random() < 0.5 else sorted(
+        int(v) for v in rng.integers(-128, 128, 2))
+    return b.op("act_mask", [b.tensor("mask", shape, "bit")],
+                {"lo": lo, "hi": hi, "forward": "f"})
+
+
 FAMILIES: dict[str, Callable[[Rng], tc.Case]] = {
+    "act_mask": _act_mask,
     "conv2d_grad_input": _conv_grad_input,
     "conv2d_grad_weight": _pointwise_grad_weight,
     "fully_connected_grad_input": _fc_grad_input,

@@ -7,8 +7,12 @@
  * horizontally neighbouring taps, and every output is a sum of SMLADs over unaligned pairs of
  * the plane (an odd last tap pairs with a zero weight; the plane has two spare zeros for that
  * read). Strides 1 and 2 compute two outputs per step, sharing the weights' loads (3x3 windows
- * also share the input's). In the fast form (pe_arm.h's PE_ARM_FAST) the plane holds twice
- * (x + offset) and the bias is doubled, so the accumulator is the doubled one SMMLAR reads.
+ * also share the input's). With `ksum` (frozen weights: per channel the input offset times the
+ * sum of its weights, computed at compile time) the offset is folded into the bias and the
+ * plane holds the input values as they are, padding as the input zero point (which adds the
+ * same zero as TFLM's skipped taps); without, the plane holds x + offset, padding 0. In the
+ * fast form (pe_arm.h's PE_ARM_FAST) the accumulator is built doubled, as SMMLAR reads it:
+ * the bias and the weights (with ksum) or the plane (without) times two.
  * A channel is read whole before any of its outputs is written, and no other channel is
  * written meanwhile: the output may overwrite the input (in place).
  * Scratch: ((out_h - 1) * stride_h + k_h) * ((out_w - 1) * stride_w + k_w) + 2 int16.
@@ -21,11 +25,11 @@
 
 #define PE_ARM_DW_MAX_PAIRS 64
 
-/* the padded plane of channel c: hp x wp values (x + offset) * scale, origin at
- * (-pad_h, -pad_w) */
+/* the padded plane of channel c: hp x wp values (x + offset) * scale, `pad` where the window
+ * leaves the input, origin at (-pad_h, -pad_w) */
 static inline void pe_arm_plane(int16_t *plane, const int8_t *in, int32_t in_h, int32_t in_w,
                                 int32_t chans, int32_t hp, int32_t wp, int32_t pad_h,
-                                int32_t pad_w, int32_t offset, int32_t scale)
+                                int32_t pad_w, int32_t offset, int32_t scale, int16_t pad)
 {
     const int32_t x0 = pad_w < wp ? pad_w : wp;
     const int32_t x1 = pad_w + in_w < wp ? pad_w + in_w : wp;
@@ -35,12 +39,12 @@ static inline void pe_arm_plane(int16_t *plane, const int8_t *in, int32_t in_h, 
         int16_t *row = plane + py * wp;
         if (iy < 0 || iy >= in_h) {
             for (px = 0; px < wp; ++px) {
-                row[px] = 0;
+                row[px] = pad;
             }
             continue;
         }
         for (px = 0; px < x0; ++px) {
-            row[px] = 0;
+            row[px] = pad;
         }
         if (px < x1) {
             const int8_t *src = in + (iy * in_w + (x0 - pad_w)) * chans;
@@ -50,7 +54,7 @@ static inline void pe_arm_plane(int16_t *plane, const int8_t *in, int32_t in_h, 
             }
         }
         for (; px < wp; ++px) {
-            row[px] = 0;
+            row[px] = pad;
         }
     }
     plane[hp * wp] = 0;
@@ -69,7 +73,8 @@ static inline int8_t pe_arm_dw_out(int32_t acc, const int32_t *rq, int32_t mode,
 }
 
 PE_ARM_KERNEL void pe_arm_dw_s8(const pe_context *ctx, const int8_t *input,
-                                const int8_t *filter, const int32_t *bias, const int32_t *rq,
+                                const int8_t *filter, const int32_t *bias, const int32_t *ksum,
+                                const int32_t *rq,
                                 int8_t *output, int32_t n, int32_t in_h, int32_t in_w,
                                 int32_t chans, int32_t out_h, int32_t out_w, int32_t k_h,
                                 int32_t k_w, int32_t sh, int32_t sw, int32_t pad_h,
@@ -86,17 +91,25 @@ PE_ARM_KERNEL void pe_arm_dw_s8(const pe_context *ctx, const int8_t *input,
         const int8_t *in = input + b * in_h * in_w * chans;
         int8_t *out = output + b * out_h * out_w * chans;
         for (c = 0; c < chans; ++c) {
+            /* the fast form doubles the weights when the offset is folded, else the plane */
             const int32_t scale = (mode & PE_ARM_FAST) ? 2 : 1;
-            const int32_t bc = bias != 0 ? bias[c] * scale : 0;
+            const int32_t wscale = ksum != 0 ? scale : 1;
+            const int32_t bc = ((bias != 0 ? bias[c] : 0) + (ksum != 0 ? ksum[c] : 0)) * scale;
             const int32_t *const r = rq + c * PE_ARM_RQ_WORDS;
-            pe_arm_plane(plane, in + c, in_h, in_w, chans, hp, wp, pad_h, pad_w, in_off, scale);
+            if (ksum != 0) {
+                pe_arm_plane(plane, in + c, in_h, in_w, chans, hp, wp, pad_h, pad_w, 0, 1,
+                             (int16_t)(-in_off));
+            } else {
+                pe_arm_plane(plane, in + c, in_h, in_w, chans, hp, wp, pad_h, pad_w, in_off,
+                             scale, 0);
+            }
             for (ky = 0; ky < k_h; ++ky) {
                 for (j = 0; j < pairs; ++j) {
                     const int32_t kx = 2 * j;
                     const int32_t w0 = filter[(ky * k_w + kx) * chans + c];
                     const int32_t w1 =
                         kx + 1 < k_w ? filter[(ky * k_w + kx + 1) * chans + c] : 0;
-                    wq[ky * pairs + j] = pe_arm_pack16(w0, w1);
+                    wq[ky * pairs + j] = pe_arm_pack16(w0 * wscale, w1 * wscale);
                 }
             }
             for (oy = 0; oy < out_h; ++oy) {

@@ -12,7 +12,7 @@ void pe_depthwise_conv2d_s8_arm(const pe_context *ctx, const pe_dw_conv_params *
                                 int8_t *output)
 {
     (void)quant;
-    pe_arm_dw_s8(ctx, input, filter, bias, rq, output, output_dims->n, input_dims->h,
+    pe_arm_dw_s8(ctx, input, filter, bias, 0, rq, output, output_dims->n, input_dims->h,
                  input_dims->w, input_dims->c, output_dims->h, output_dims->w, filter_dims->h,
                  filter_dims->w, params->stride.h, params->stride.w, params->padding.h,
                  params->padding.w, params->input_offset, params->output_offset,
