@@ -271,6 +271,34 @@ def _dw_kernel_sums(call: KernelCall, graph: Graph | None) -> Arg:
     return ArrayArg(int32_array("ksum", sums))
 
 
+ROWS_KERNEL = "pe_arm_conv_rows_s8"  # the conv body over weights training changes
+
+
+def _conv_rows(call: KernelCall, graph: Graph, w) -> KernelCall | None:
+    """The rows form of a conv record whose weights ``w`` training changes (read as they are,
+    SXTB16 in the loop; arm/pe_arm_conv.h's pe_arm_rows_pairs): an even number of output
+    channels, k a multiple of eight, the whole int8 range as clamp, a bias, a zero point that
+    folds; else None (the plain form of pe_arm_conv_s8)."""
+    p = call.arg("params").value.values
+    act, out_off = p["activation"].values, int(p["output_offset"])
+    out_c, k = int(w.shape[0]), int(np.prod(w.shape[1:]))
+    folded = fold_zero_point(call.arg("rq").value.values, out_off)
+    if out_c % 2 or k % 8 or (int(act["min"]), int(act["max"])) != FULL_RANGE or \
+            folded is None or _bias_tensor(call, graph) is None:
+        return None
+    i, o, f = (call.arg(n).value.values for n in ("input_dims", "output_dims", "filter_dims"))
+    st, pad, dil = (p[n].values for n in ("stride", "padding", "dilation"))
+    args = [("ctx", call.arg("ctx")), ("input", call.arg("input")),
+            ("filter", call.arg("filter")), ("bias", call.arg("bias")),
+            ("rq", ArrayArg(int32_array("rq", folded))),
+            ("mode", ScalarArg("int32_t", 0 if out_off == -128 else SIGNED)),
+            ("output", call.arg("output")),
+            *_i32(o["n"], i["h"], i["w"], i["c"], o["h"], o["w"], o["c"], f["h"], f["w"],
+                  st["h"], st["w"], pad["h"], pad["w"], dil["h"], dil["w"], p["input_offset"])]
+    return replace(call, kernel=ROWS_KERNEL, args=tuple(args),
+                   scratch_bytes=conv_w16_scratch(int(f["h"]), int(f["w"]), int(i["c"]), out_c))
+
+
 def body_call(call: KernelCall, graph: Graph | None = None) -> KernelCall:
     """The specialised form of an out-of-line arm record: the kernel's body with its shapes,
     offsets and clamps as literal int32 arguments (see the module docstring), the output zero
@@ -301,6 +329,11 @@ def body_call(call: KernelCall, graph: Graph | None = None) -> KernelCall:
             w16 = _conv_w16(call, graph, w)
             if w16 is not None:
                 return w16
+        if w is not None and not packed and kernel == "pe_arm_conv_s8":
+            assert graph is not None
+            rows = _conv_rows(call, graph, w)
+            if rows is not None:
+                return rows
         if packed:
             assert w is not None
             head[-1] = ("filter", ArrayArg(ConstArray("filter", "int8_t", pack_rows(

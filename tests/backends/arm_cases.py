@@ -62,7 +62,7 @@ def conv_stream(rng: Rng) -> Case:
     are not multiples of four (k not a multiple of eight: a padding group), odd pixel counts;
     the fast form, the relu form (output zero point -128) and, with the bias marked as changed
     at run time (a training graph's), the general form."""
-    cin = int(rng.choice([3, 4, 8, 12, 16, 24]))
+    cin = int(rng.choice([3, 4, 8, 12, 16, 24, 32]))
     k = (1, 1) if rng.random() < 0.6 else (3, 3)
     shape = (1, int(rng.integers(1, 8)), int(rng.integers(1, 8)), cin)
     pads = (0, 0, 0, 0) if k == (1, 1) else (1, 1, 1, 1)
@@ -70,8 +70,9 @@ def conv_stream(rng: Rng) -> Case:
                                 (1, 1), (1, 1), pads)
     graph = _full_range(rng, graph)
     op = graph.ops[0]
-    if len(op.inputs) > 2 and op.inputs[2] and rng.random() < 0.4:
-        graph.metadata[MUTABLE] = [op.inputs[2]]
+    if len(op.inputs) > 2 and op.inputs[2] and rng.random() < 0.5:
+        # changed at run time: the bias (general form) or weights and bias (rows form)
+        graph.metadata[MUTABLE] = op.inputs[1:3] if rng.random() < 0.5 else [op.inputs[2]]
     return graph, batch
 
 
@@ -93,8 +94,8 @@ def _full_range(rng: Rng, graph: Graph) -> Graph:
 
 
 FAMILIES: dict[str, list[tuple[float, Callable[[Rng], Case]]]] = {
-    "conv2d": [(0.3, lambda rng: cmsis_cases.case("conv2d", rng)), (0.2, conv_pointwise),
-               (0.2, conv_kxk), (0.3, conv_stream)],
+    "conv2d": [(0.25, lambda rng: cmsis_cases.case("conv2d", rng)), (0.15, conv_pointwise),
+               (0.15, conv_kxk), (0.45, conv_stream)],
     "depthwise_conv2d": [(0.4, lambda rng: cmsis_cases.case("depthwise_conv2d", rng)),
                          (0.3, dw_window), (0.3, dw_fast)],
     "fully_connected": [(1.0, fc_wide)],
@@ -124,6 +125,9 @@ def path(graph: Graph, batch: int, form: str = "arm") -> str:
     x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     if op.type == "conv2d":
         call = arm.ARM.build(graph, op, batch, Target()) if form == "arm" else None
+        if call is not None and call.kernel == arm.ROWS_KERNEL:
+            mode = int(call.arg("mode").value)
+            return "conv-rows-" + ("signed" if mode & arm.SIGNED else "relu")
         if call is not None and call.kernel == "pe_arm_conv_w16_s8":
             mode = int(call.arg("mode").value)
             return "conv-w16-" + "-".join(filter(None, [

@@ -38,6 +38,15 @@
 #define PE_ARM_KERNEL static inline
 #endif
 
+/* The helpers of the bodies, inlined whatever the size of the function that calls them (a
+ * generated model's step is one large function: without this GCC stops inlining there, and
+ * the layer's constants no longer reach the loops). */
+#if defined(__GNUC__)
+#define PE_ARM_INLINE static inline __attribute__((always_inline))
+#else
+#define PE_ARM_INLINE static inline
+#endif
+
 /* Loop unrolling hints (GCC 8+; other compilers ignore the pragma's absence). */
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
 #define PE_ARM_PRAGMA(x) _Pragma(#x)

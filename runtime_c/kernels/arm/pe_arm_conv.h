@@ -27,7 +27,7 @@ static inline int32_t pe_arm_at(int32_t slot, int32_t j)
  * Channel counts that are multiples of four expand straight from the input; others gather the
  * window's bytes into `stage` first (whole rows of the window with one copy, padding as the
  * input zero point, which the offset turns into 0) and expand that four values at a time. */
-static inline void pe_arm_column(int16_t *cols, int8_t *stage, int32_t j, const int8_t *in,
+PE_ARM_INLINE void pe_arm_column(int16_t *cols, int8_t *stage, int32_t j, const int8_t *in,
                                  int32_t oy, int32_t ox, int32_t in_h, int32_t in_w, int32_t c,
                                  int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
                                  int32_t pad_h, int32_t pad_w, int32_t dil_h, int32_t dil_w,
@@ -133,7 +133,7 @@ static inline void pe_arm_dot_2x2(const int16_t *cols, const int8_t *w, int32_t 
  * (column 0), channel pairs first, then a last odd channel. packed = 1: `filter` is the
  * compile-time packed copy (pe_arm.h: pairs of rows interleaved per four values, rows padded
  * to a multiple of four, then the odd row); 0: the filter itself (k values per row). */
-static inline void pe_arm_conv_pixels(const int16_t *cols, int32_t two, const int8_t *filter,
+PE_ARM_INLINE void pe_arm_conv_pixels(const int16_t *cols, int32_t two, const int8_t *filter,
                                       int32_t packed, const int32_t *bias, const int32_t *rq,
                                       int8_t *oa, int32_t k, int32_t out_c, int32_t out_off,
                                       int32_t lo, int32_t hi)
@@ -331,12 +331,68 @@ PE_ARM_KERNEL void pe_arm_conv_s8(const pe_context *ctx, const int8_t *input,
           [xp] "=&r"(xp), [xe] "=&r"(xe)                                              \
         :                                                                             \
         : "cc", "memory")
+/* the rows form (pe_arm_rows_pairs): weights int8 as they are, row 1 of a pair k bytes after
+ * row 0 (st holds k - 4), expanded with SXTB16 in the loop; frame as above plus [sp+24] the
+ * requantization words, [sp+28] k - 4 */
+#define PE_ARM_ROWS_GROUP                                \
+    "ldrd %[x0], %[x1], [%[xp]], #8\n\t"                 \
+    "ldrd %[x2], %[x3], [%[xp]], #8\n\t"                 \
+    "ldr %[t0], [%[wp]], #4\n\t"                         \
+    "sxtb16 %[t1], %[t0]\n\t"                            \
+    "sxtb16 %[t0], %[t0], ror #8\n\t"                    \
+    "smlad %[a0], %[x0], %[t1], %[a0]\n\t"               \
+    "smlad %[a0], %[x1], %[t0], %[a0]\n\t"               \
+    "smlad %[b0], %[x2], %[t1], %[b0]\n\t"               \
+    "smlad %[b0], %[x3], %[t0], %[b0]\n\t"               \
+    "ldr %[t0], [%[wp], %[st]]\n\t"                      \
+    "sxtb16 %[t1], %[t0]\n\t"                            \
+    "sxtb16 %[t0], %[t0], ror #8\n\t"                    \
+    "smlad %[a1], %[x0], %[t1], %[a1]\n\t"               \
+    "smlad %[a1], %[x1], %[t0], %[a1]\n\t"               \
+    "smlad %[b1], %[x2], %[t1], %[b1]\n\t"               \
+    "smlad %[b1], %[x3], %[t0], %[b1]\n\t"
+#define PE_ARM_ROWS_ASM(q)                                                            \
+    __asm__ volatile(                                                                 \
+        "sub sp, sp, #32\n\t"                                                         \
+        "ldrd %[x0], %[x1], [%[st]]\n\t"                                              \
+        "ldrd %[x2], %[x3], [%[st], #8]\n\t"                                          \
+        "ldrd %[t0], %[t1], [%[st], #16]\n\t"                                         \
+        "strd %[x0], %[x1], [sp]\n\t"                                                 \
+        "strd %[x2], %[x3], [sp, #8]\n\t"                                             \
+        "strd %[t0], %[t1], [sp, #16]\n\t"                                            \
+        "ldrd %[x0], %[x1], [%[st], #24]\n\t"                                         \
+        "strd %[x0], %[x1], [sp, #24]\n\t"                                            \
+        "mov %[st], %[x1]\n\t"                                                        \
+        PE_ARM_W16_PTR_BIAS                                                           \
+        "mov %[b0], %[a0]\n\t"                                                        \
+        "mov %[b1], %[a1]\n\t"                                                        \
+        "ldrd %[xp], %[xe], [sp]\n\t"                                                 \
+        "3:\n\t" PE_ARM_ROWS_GROUP PE_ARM_ROWS_GROUP                                  \
+        "cmp %[xp], %[xe]\n\t"                                                        \
+        "bne 3b\n\t"                                                                  \
+        "add %[wp], %[wp], %[st]\n\t"                                                 \
+        "add %[wp], %[wp], #4\n\t"                                                    \
+        "ldr %[xe], [sp, #24]\n\t"                                                    \
+        "ldrd %[x0], %[x1], [%[xe]], #8\n\t"                                          \
+        "ldrd %[x2], %[x3], [%[xe]], #8\n\t"                                          \
+        "ldrd %[t0], %[t1], [%[xe]], #8\n\t"                                          \
+        "str %[xe], [sp, #24]\n\t"                                                    \
+        q("a0", "x0", "x1", "x2") q("b0", "x0", "x1", "x2")                           \
+        q("a1", "x3", "t0", "t1") q("b1", "x3", "t0", "t1")                           \
+        PE_ARM_W16_STORE                                                              \
+        "add sp, sp, #32\n\t"                                                         \
+        : [wp] "+r"(wp), [st] "+r"(st), [a0] "=&r"(a0), [a1] "=&r"(a1),               \
+          [b0] "=&r"(b0), [b1] "=&r"(b1), [x0] "=&r"(x0), [x1] "=&r"(x1),             \
+          [x2] "=&r"(x2), [x3] "=&r"(x3), [t0] "=&r"(t0), [t1] "=&r"(t1),             \
+          [xp] "=&r"(xp), [xe] "=&r"(xe)                                              \
+        :                                                                             \
+        : "cc", "memory")
 #endif
 
 /* The outputs of one pair of pixels (columns 0 and 1 of `cols`, `groups` groups of four values,
  * an even count) for every pair of channels: s the stream, bias (general form) the layer's
  * bias, oa and ob the two pixels' outputs, `pairs` pairs of channels. */
-static inline void pe_arm_w16_pairs(const int16_t *cols, int32_t groups, const int32_t *s,
+PE_ARM_INLINE void pe_arm_w16_pairs(const int16_t *cols, int32_t groups, const int32_t *s,
                                     const int32_t *bias, int32_t mode, int8_t *oa, int8_t *ob,
                                     int32_t pairs)
 {
@@ -403,18 +459,94 @@ static inline void pe_arm_w16_pairs(const int16_t *cols, int32_t groups, const i
 #endif
 }
 
-/* pe_arm_conv_s8 over the stream of a layer with frozen weights (see above): columns of
- * groups8 groups (the convolution's k values rounded up to a multiple of eight, zeros after
- * them), outputs of a last unpaired pixel computed beside a zero column into the scratch's
- * spare out_c bytes. Scratch: two columns of k rounded up to a multiple of 8 int16, a staging
- * row as pe_arm_conv_s8's when in_c is not a multiple of four, and out_c bytes. */
-PE_ARM_KERNEL void pe_arm_conv_w16_s8(const pe_context *ctx, const int8_t *input,
-                                      const int32_t *stream, const int32_t *bias, int32_t mode,
-                                      int8_t *output, int32_t n, int32_t in_h, int32_t in_w,
-                                      int32_t in_c, int32_t out_h, int32_t out_w, int32_t out_c,
-                                      int32_t k_h, int32_t k_w, int32_t stride_h,
-                                      int32_t stride_w, int32_t pad_h, int32_t pad_w,
-                                      int32_t dil_h, int32_t dil_w, int32_t in_off)
+/* The rows form of pe_arm_w16_pairs, for weights that training changes (read as they are,
+ * int8 rows of k values, k a multiple of eight): the general requantization over `bias` and
+ * `rq` ({2^(e-2) + zp * 2^(e-1), m, e-1} per channel), mode 0 or PE_ARM_SIGNED. */
+PE_ARM_INLINE void pe_arm_rows_pairs(const int16_t *cols, int32_t groups, const int8_t *rows,
+                                     const int32_t *bias, const int32_t *rq, int32_t mode,
+                                     int8_t *oa, int8_t *ob, int32_t pairs)
+{
+    const int32_t k = 4 * groups;
+#if PE_ARM_DSP
+    /* the frame: cols, end of cols, oa, ob, end of the rows, bias, rq, k - 4 */
+    uintptr_t frame[8];
+    const int8_t *wp = rows;
+    uintptr_t *st = frame;
+    int32_t a0, a1, b0, b1;
+    uint32_t x0, x1, x2, x3, t0, t1;
+    const int16_t *xp;
+    uintptr_t xe;
+    frame[0] = (uintptr_t)cols;
+    frame[1] = (uintptr_t)(cols + 8 * groups);
+    frame[2] = (uintptr_t)oa;
+    frame[3] = (uintptr_t)ob;
+    frame[4] = (uintptr_t)(rows + 2 * pairs * k);
+    frame[5] = (uintptr_t)bias;
+    frame[6] = (uintptr_t)rq;
+    frame[7] = (uintptr_t)(k - 4);
+    if (pairs <= 0) {
+        return;
+    }
+    if (mode & PE_ARM_SIGNED) {
+        PE_ARM_ROWS_ASM(PE_ARM_W16_SMLAL_SIGNED);
+    } else {
+        PE_ARM_ROWS_ASM(PE_ARM_W16_SMLAL_RELU);
+    }
+    (void)a0; (void)a1; (void)b0; (void)b1; (void)x0; (void)x1; (void)x2; (void)x3;
+    (void)t0; (void)t1; (void)xp; (void)xe; (void)st; (void)wp;
+#else
+    int32_t p, g, j;
+    for (p = 0; p < pairs; ++p) {
+        int32_t acc[4];                                   /* a0, a1, b0, b1 */
+        const int8_t *w = rows + 2 * p * k;
+        acc[0] = acc[2] = bias[2 * p];
+        acc[1] = acc[3] = bias[2 * p + 1];
+        for (g = 0; g < groups; ++g) {
+            const int16_t *x = cols + 8 * g;
+            const uint32_t xa0 = pe_arm_ld32(x), xa1 = pe_arm_ld32(x + 2);
+            const uint32_t xb0 = pe_arm_ld32(x + 4), xb1 = pe_arm_ld32(x + 6);
+            for (j = 0; j < 2; ++j) {
+                const uint32_t u = pe_arm_ld32(w + j * k + 4 * g);
+                const uint32_t lo = pe_arm_sxtb16(u), hi = pe_arm_sxtb16_ror8(u);
+                acc[j] = pe_arm_smlad(xa1, hi, pe_arm_smlad(xa0, lo, acc[j]));
+                acc[2 + j] = pe_arm_smlad(xb1, hi, pe_arm_smlad(xb0, lo, acc[2 + j]));
+            }
+        }
+        for (j = 0; j < 2; ++j) {
+            const int32_t *r = rq + (2 * p + j) * PE_ARM_RQ_WORDS;
+            oa[2 * p + j] = pe_arm_clamp8(pe_arm_requant_mode(acc[j], r, mode), 0, -128, 127);
+            ob[2 * p + j] = pe_arm_clamp8(pe_arm_requant_mode(acc[2 + j], r, mode), 0, -128,
+                                          127);
+        }
+    }
+#endif
+}
+
+PE_ARM_INLINE void pe_arm_pairs(const int16_t *cols, int32_t groups, const int32_t *stream,
+                                const int8_t *rows, const int32_t *bias, const int32_t *rq,
+                                int32_t mode, int8_t *oa, int8_t *ob, int32_t pairs)
+{
+    if (rows != 0) {
+        pe_arm_rows_pairs(cols, groups, rows, bias, rq, mode, oa, ob, pairs);
+    } else {
+        pe_arm_w16_pairs(cols, groups, stream, bias, mode, oa, ob, pairs);
+    }
+}
+
+/* The convolution of the stream and rows forms: columns of k values rounded up to a multiple
+ * of eight (zeros after them), two pixels at a time through pe_arm_w16_pairs (rows == 0) or
+ * pe_arm_rows_pairs; the outputs of a last unpaired pixel are computed beside a zero column
+ * into the scratch's spare out_c bytes. Scratch: two columns of k rounded up to a multiple of
+ * 8 int16, a staging row as pe_arm_conv_s8's when in_c is not a multiple of four, out_c
+ * bytes. */
+PE_ARM_INLINE void pe_arm_conv_pairs(const pe_context *ctx, const int8_t *input,
+                                     const int32_t *stream, const int8_t *rows,
+                                     const int32_t *bias, const int32_t *rq, int32_t mode,
+                                     int8_t *output, int32_t n, int32_t in_h, int32_t in_w,
+                                     int32_t in_c, int32_t out_h, int32_t out_w, int32_t out_c,
+                                     int32_t k_h, int32_t k_w, int32_t stride_h,
+                                     int32_t stride_w, int32_t pad_h, int32_t pad_w,
+                                     int32_t dil_h, int32_t dil_w, int32_t in_off)
 {
     const int32_t k = k_h * k_w * in_c;
     const int32_t k4 = (k + 3) & ~3, k8 = (k + 7) & ~7;
@@ -442,9 +574,9 @@ PE_ARM_KERNEL void pe_arm_conv_w16_s8(const pe_context *ctx, const int8_t *input
                     continue;
                 }
                 pending = 0;
-                pe_arm_w16_pairs(cols, k8 >> 2, stream, bias, mode,
-                                 out + (py * out_w + px) * out_c,
-                                 out + (oy * out_w + ox) * out_c, out_c >> 1);
+                pe_arm_pairs(cols, k8 >> 2, stream, rows, bias, rq, mode,
+                             out + (py * out_w + px) * out_c, out + (oy * out_w + ox) * out_c,
+                             out_c >> 1);
             }
         }
         if (pending) {
@@ -452,10 +584,40 @@ PE_ARM_KERNEL void pe_arm_conv_w16_s8(const pe_context *ctx, const int8_t *input
                 pe_arm_st32(cols + pe_arm_at(i, 1), 0u);
                 pe_arm_st32(cols + pe_arm_at(i, 1) + 2, 0u);
             }
-            pe_arm_w16_pairs(cols, k8 >> 2, stream, bias, mode,
-                             out + (py * out_w + px) * out_c, spare, out_c >> 1);
+            pe_arm_pairs(cols, k8 >> 2, stream, rows, bias, rq, mode,
+                         out + (py * out_w + px) * out_c, spare, out_c >> 1);
         }
     }
+}
+
+/* pe_arm_conv_s8 over the stream of a layer with frozen weights (see above) */
+PE_ARM_KERNEL void pe_arm_conv_w16_s8(const pe_context *ctx, const int8_t *input,
+                                      const int32_t *stream, const int32_t *bias, int32_t mode,
+                                      int8_t *output, int32_t n, int32_t in_h, int32_t in_w,
+                                      int32_t in_c, int32_t out_h, int32_t out_w, int32_t out_c,
+                                      int32_t k_h, int32_t k_w, int32_t stride_h,
+                                      int32_t stride_w, int32_t pad_h, int32_t pad_w,
+                                      int32_t dil_h, int32_t dil_w, int32_t in_off)
+{
+    pe_arm_conv_pairs(ctx, input, stream, 0, bias, 0, mode, output, n, in_h, in_w, in_c, out_h,
+                      out_w, out_c, k_h, k_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+                      in_off);
+}
+
+/* pe_arm_conv_s8 over weights that training changes (pe_arm_rows_pairs: k a multiple of
+ * eight, an even out_c, the whole int8 range as clamp, a bias) */
+PE_ARM_KERNEL void pe_arm_conv_rows_s8(const pe_context *ctx, const int8_t *input,
+                                       const int8_t *filter, const int32_t *bias,
+                                       const int32_t *rq, int32_t mode, int8_t *output,
+                                       int32_t n, int32_t in_h, int32_t in_w, int32_t in_c,
+                                       int32_t out_h, int32_t out_w, int32_t out_c, int32_t k_h,
+                                       int32_t k_w, int32_t stride_h, int32_t stride_w,
+                                       int32_t pad_h, int32_t pad_w, int32_t dil_h,
+                                       int32_t dil_w, int32_t in_off)
+{
+    pe_arm_conv_pairs(ctx, input, 0, filter, bias, rq, mode, output, n, in_h, in_w, in_c, out_h,
+                      out_w, out_c, k_h, k_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+                      in_off);
 }
 
 #endif /* PE_ARM_CONV_H */

@@ -27,7 +27,7 @@
 
 /* the padded plane of channel c: hp x wp values (x + offset) * scale, `pad` where the window
  * leaves the input, origin at (-pad_h, -pad_w) */
-static inline void pe_arm_plane(int16_t *plane, const int8_t *in, int32_t in_h, int32_t in_w,
+PE_ARM_INLINE void pe_arm_plane(int16_t *plane, const int8_t *in, int32_t in_h, int32_t in_w,
                                 int32_t chans, int32_t hp, int32_t wp, int32_t pad_h,
                                 int32_t pad_w, int32_t offset, int32_t scale, int16_t pad)
 {
@@ -63,7 +63,7 @@ static inline void pe_arm_plane(int16_t *plane, const int8_t *in, int32_t in_h, 
 
 /* an output: pe_arm.h's fast form by mode, else the one-rounding form with zero point and
  * clamp */
-static inline int8_t pe_arm_dw_out(int32_t acc, const int32_t *rq, int32_t mode, int32_t out_off,
+PE_ARM_INLINE int8_t pe_arm_dw_out(int32_t acc, const int32_t *rq, int32_t mode, int32_t out_off,
                                    int32_t act_min, int32_t act_max)
 {
     if (mode & PE_ARM_FAST) {
