@@ -188,7 +188,7 @@ def _pairs16(w: np.ndarray) -> np.ndarray:
 def w16_stream(weight: np.ndarray, bias: np.ndarray | None, words: np.ndarray, zero_point: int,
                fast: bool) -> np.ndarray:
     """The int32 stream of pe_arm_conv_w16_s8 (arm/pe_arm_conv.h) for frozen weights (out, k)
-    with an even number of rows: per pair of rows the bias pair (fast form, doubled), the
+    with an even number of rows: per pair of rows the bias pair twice (fast form, doubled), the
     weights as int16 pairs per group of four values and row (doubled in the fast form; groups
     padded with zeros to an even count), the requantization words of the two rows. ``words``:
     ``requant_words`` (unfolded); the output zero point goes into them here."""
@@ -203,7 +203,7 @@ def w16_stream(weight: np.ndarray, bias: np.ndarray | None, words: np.ndarray, z
     if fast:
         rq = fast_words(q, zero_point)
         b = np.zeros(rows, np.int64) if bias is None else np.asarray(bias, np.int64) * 2
-        parts = [b.reshape(-1, 2), packed]
+        parts = [np.tile(b.reshape(-1, 2), 2), packed]      # both pixels' accumulators
     else:
         rq = fold_zero_point(q, zero_point).reshape(rows, RQ_WORDS)
         parts = [packed]

@@ -111,16 +111,16 @@ def test_w16_stream_follows_the_inner_loop():
                    .view(np.int32)[0])
 
     fast = arm.w16_stream(w, np.array([1, -2, 3, 4]), words, -128, fast=True)
-    per_pair = 2 + 2 * 4 + 6
+    per_pair = 4 + 2 * 4 + 6
     assert fast.size == 2 * per_pair
     first = fast[:per_pair]
-    assert list(first[:2]) == [2, -4]                   # doubled bias
+    assert list(first[:4]) == [2, -4, 2, -4]            # doubled bias, for both pixels
     r0, r1 = 2 * w[0].astype(np.int64), 2 * w[1].astype(np.int64)
-    assert list(first[2:6]) == [pair(r0[0], r0[2]), pair(r0[1], r0[3]),
+    assert list(first[4:8]) == [pair(r0[0], r0[2]), pair(r0[1], r0[3]),
                                 pair(r1[0], r1[2]), pair(r1[1], r1[3])]
-    assert list(first[6:10]) == [pair(r0[4], 0), pair(r0[5], 0), pair(r1[4], 0),
+    assert list(first[8:12]) == [pair(r0[4], 0), pair(r0[5], 0), pair(r1[4], 0),
                                  pair(r1[5], 0)]
-    assert list(first[10:]) == [(1 << 30) + 5, 4 - 128 * 8, 3, (1 << 30) + 5, 8 - 128 * 16, 4]
+    assert list(first[12:]) == [(1 << 30) + 5, 4 - 128 * 8, 3, (1 << 30) + 5, 8 - 128 * 16, 4]
     general = arm.w16_stream(w, None, words, 5, fast=False)
     assert general.size == 2 * (2 * 4 + 6)
     assert list(general[8:14]) == [2 + 5 * 4, (1 << 30) + 5, 2, 4 + 5 * 8, (1 << 30) + 5, 3]

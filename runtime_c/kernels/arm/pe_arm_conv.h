@@ -230,7 +230,8 @@ PE_ARM_KERNEL void pe_arm_conv_s8(const pe_context *ctx, const int8_t *input,
  * A layer whose weights do not change at run time, with an even number of output channels and
  * the whole int8 range as its clamp, reads one int32 stream that codegen/backends/arm.py
  * builds at compile time, per pair of output channels:
- *   [bias of the pair]       two int32, doubled (fast form only; otherwise `bias` points to them)
+ *   [bias of the pair]       two int32, doubled, then the same two again (fast form only:
+ *                            one LDM loads both pixels' accumulators; otherwise `bias`)
  *   weights                  per group of four values and per channel of the pair, the values
  *                            as int16 pairs in pe_arm.h's order (w0, w2), (w1, w3) (doubled in
  *                            the fast form); groups padded with zeros to an even count
@@ -243,14 +244,46 @@ PE_ARM_KERNEL void pe_arm_conv_s8(const pe_context *ctx, const int8_t *input,
  * `bias` and the words are {2^(e-2) + zp * 2^(e-1), m, e-1}.
  */
 #if PE_ARM_DSP
-/* the assembly of pe_arm_w16_pairs: per pair of channels, the bias, the dot products over the
- * groups (two per iteration), the requantization, the four stores; the loop state lives in a
- * frame on the stack (the dot products need every other register):
- * [sp] cols, [sp+4] end of the columns, [sp+8] pixel a's next output, [sp+12] pixel b's,
- * [sp+16] end of the stream, [sp+20] the bias of the general form */
+/* The assembly of pe_arm_w16_pairs and pe_arm_rows_pairs: per pair of channels, the bias, the
+ * dot products over the groups (two per iteration), the requantization, the four stores. The
+ * dot products need every register but sp and pc, so the loop state lives in a frame on the
+ * stack: [sp] cols, [sp+4] end of the columns, [sp+8] pixel a's next output, [sp+12] pixel b's,
+ * [sp+16] end of the weights, [sp+20] the bias of the general form, (rows form) [sp+24] the
+ * requantization words, [sp+28] k - 4. The registers are fixed (PE_ARM_PAIR_REGS) so that LDM
+ * can load a group's four column words, the six requantization words and the fast form's four
+ * bias words (the pair's two, twice) in one instruction each. */
+#define PE_ARM_PAIR_REGS                                                              \
+    register int32_t a0 __asm__("r0");                                                \
+    register int32_t a1 __asm__("r1");                                                \
+    register int32_t b0 __asm__("r2");                                                \
+    register int32_t b1 __asm__("r3");                                                \
+    register uint32_t x0 __asm__("r4");                                               \
+    register uint32_t x1 __asm__("r5");                                               \
+    register uint32_t x2 __asm__("r6");                                               \
+    register uint32_t x3 __asm__("r8");                                               \
+    register uint32_t t0 __asm__("r9");                                               \
+    register uint32_t t1 __asm__("r10");                                              \
+    register uintptr_t xp __asm__("r11");                                             \
+    register uintptr_t xe __asm__("r12");                                             \
+    register uintptr_t st __asm__("r7") = (uintptr_t)frame;                           \
+    register uintptr_t wp __asm__("lr") = (uintptr_t)w
+#define PE_ARM_PAIR_OPERANDS                                                          \
+    : [wp] "+r"(wp), [st] "+r"(st), [a0] "=&r"(a0), [a1] "=&r"(a1), [b0] "=&r"(b0),   \
+      [b1] "=&r"(b1), [x0] "=&r"(x0), [x1] "=&r"(x1), [x2] "=&r"(x2), [x3] "=&r"(x3),  \
+      [t0] "=&r"(t0), [t1] "=&r"(t1), [xp] "=&r"(xp), [xe] "=&r"(xe)                  \
+    :                                                                                 \
+    : "cc", "memory"
+#define PE_ARM_PAIR_UNUSED                                                            \
+    (void)a0; (void)a1; (void)b0; (void)b1; (void)x0; (void)x1; (void)x2; (void)x3;   \
+    (void)t0; (void)t1; (void)xp; (void)xe; (void)st; (void)wp
+/* the frame's first six words from st */
+#define PE_ARM_PAIR_FRAME                                \
+    "ldm %[st], {r4, r5, r6, r8, r9, r10}\n\t"           \
+    "stm sp, {r4, r5, r6, r8, r9, r10}\n\t"
+#define PE_ARM_COLS "ldm %[xp]!, {r4, r5, r6, r8}\n\t"
+#define PE_ARM_RQ_FROM(p) "ldm %[" p "]!, {r4, r5, r6, r8, r9, r10}\n\t"
 #define PE_ARM_W16_GROUP                                 \
-    "ldrd %[x0], %[x1], [%[xp]], #8\n\t"                 \
-    "ldrd %[x2], %[x3], [%[xp]], #8\n\t"                 \
+    PE_ARM_COLS                                          \
     "ldrd %[t0], %[t1], [%[wp]], #8\n\t"                 \
     "smlad %[a0], %[x0], %[t0], %[a0]\n\t"               \
     "smlad %[a0], %[x1], %[t1], %[a0]\n\t"               \
@@ -262,15 +295,11 @@ PE_ARM_KERNEL void pe_arm_conv_s8(const pe_context *ctx, const int8_t *input,
     "smlad %[b1], %[x2], %[t0], %[b1]\n\t"               \
     "smlad %[b1], %[x3], %[t1], %[b1]\n\t"
 #define PE_ARM_W16_DOTS                                  \
-    "mov %[b0], %[a0]\n\t"                               \
-    "mov %[b1], %[a1]\n\t"                               \
     "ldrd %[xp], %[xe], [sp]\n\t"                        \
     "3:\n\t" PE_ARM_W16_GROUP PE_ARM_W16_GROUP           \
     "cmp %[xp], %[xe]\n\t"                               \
     "bne 3b\n\t"                                         \
-    "ldrd %[x0], %[x1], [%[wp]], #8\n\t"                 \
-    "ldrd %[x2], %[x3], [%[wp]], #8\n\t"                 \
-    "ldrd %[t0], %[t1], [%[wp]], #8\n\t"
+    PE_ARM_RQ_FROM("wp")
 /* requantization words: channel 0 in x0 x1 x2, channel 1 in x3 t0 t1 */
 #define PE_ARM_W16_STORE                                 \
     "ssat %[a0], #8, %[a0]\n\t"                          \
@@ -306,37 +335,29 @@ PE_ARM_KERNEL void pe_arm_conv_s8(const pe_context *ctx, const int8_t *input,
     "add %[xe], %[" khi "], %[" acc "], asr #31\n\t"     \
     "smlal %[xp], %[xe], %[" acc "], %[" m "]\n\t"       \
     "asr %[" acc "], %[xe], %[" e "]\n\t"
-#define PE_ARM_FAST_BIAS "2:\n\tldrd %[a0], %[a1], [%[wp]], #8\n\t"
+/* the fast form's bias: the pair's two doubled words, twice (pixels a and b) */
+#define PE_ARM_FAST_BIAS "2:\n\tldm %[wp]!, {r0, r1, r2, r3}\n\t"
 #define PE_ARM_W16_PTR_BIAS                              \
     "2:\n\tldr %[xe], [sp, #20]\n\t"                     \
     "ldrd %[a0], %[a1], [%[xe]], #8\n\t"                 \
-    "str %[xe], [sp, #20]\n\t"
+    "str %[xe], [sp, #20]\n\t"                           \
+    "mov %[b0], %[a0]\n\t"                               \
+    "mov %[b1], %[a1]\n\t"
 #define PE_ARM_W16_ASM(bias, q)                                                       \
     __asm__ volatile(                                                                 \
         "sub sp, sp, #24\n\t"                                                         \
-        "ldrd %[x0], %[x1], [%[st]]\n\t"                                              \
-        "ldrd %[x2], %[x3], [%[st], #8]\n\t"                                          \
-        "ldrd %[t0], %[t1], [%[st], #16]\n\t"                                         \
-        "strd %[x0], %[x1], [sp]\n\t"                                                 \
-        "strd %[x2], %[x3], [sp, #8]\n\t"                                             \
-        "strd %[t0], %[t1], [sp, #16]\n\t"                                            \
+        PE_ARM_PAIR_FRAME                                                             \
         bias PE_ARM_W16_DOTS                                                          \
         q("a0", "x0", "x1", "x2") q("b0", "x0", "x1", "x2")                           \
         q("a1", "x3", "t0", "t1") q("b1", "x3", "t0", "t1")                           \
         PE_ARM_W16_STORE                                                              \
         "add sp, sp, #24\n\t"                                                         \
-        : [wp] "+r"(wp), [st] "+r"(st), [a0] "=&r"(a0), [a1] "=&r"(a1),               \
-          [b0] "=&r"(b0), [b1] "=&r"(b1), [x0] "=&r"(x0), [x1] "=&r"(x1),             \
-          [x2] "=&r"(x2), [x3] "=&r"(x3), [t0] "=&r"(t0), [t1] "=&r"(t1),             \
-          [xp] "=&r"(xp), [xe] "=&r"(xe)                                              \
-        :                                                                             \
-        : "cc", "memory")
+        PE_ARM_PAIR_OPERANDS)
+
 /* the rows form (pe_arm_rows_pairs): weights int8 as they are, row 1 of a pair k bytes after
- * row 0 (st holds k - 4), expanded with SXTB16 in the loop; frame as above plus [sp+24] the
- * requantization words, [sp+28] k - 4 */
+ * row 0 (st holds k - 4), expanded with SXTB16 in the loop */
 #define PE_ARM_ROWS_GROUP                                \
-    "ldrd %[x0], %[x1], [%[xp]], #8\n\t"                 \
-    "ldrd %[x2], %[x3], [%[xp]], #8\n\t"                 \
+    PE_ARM_COLS                                          \
     "ldr %[t0], [%[wp]], #4\n\t"                         \
     "sxtb16 %[t1], %[t0]\n\t"                            \
     "sxtb16 %[t0], %[t0], ror #8\n\t"                    \
@@ -354,18 +375,11 @@ PE_ARM_KERNEL void pe_arm_conv_s8(const pe_context *ctx, const int8_t *input,
 #define PE_ARM_ROWS_ASM(q)                                                            \
     __asm__ volatile(                                                                 \
         "sub sp, sp, #32\n\t"                                                         \
-        "ldrd %[x0], %[x1], [%[st]]\n\t"                                              \
-        "ldrd %[x2], %[x3], [%[st], #8]\n\t"                                          \
-        "ldrd %[t0], %[t1], [%[st], #16]\n\t"                                         \
-        "strd %[x0], %[x1], [sp]\n\t"                                                 \
-        "strd %[x2], %[x3], [sp, #8]\n\t"                                             \
-        "strd %[t0], %[t1], [sp, #16]\n\t"                                            \
+        PE_ARM_PAIR_FRAME                                                             \
         "ldrd %[x0], %[x1], [%[st], #24]\n\t"                                         \
         "strd %[x0], %[x1], [sp, #24]\n\t"                                            \
         "mov %[st], %[x1]\n\t"                                                        \
         PE_ARM_W16_PTR_BIAS                                                           \
-        "mov %[b0], %[a0]\n\t"                                                        \
-        "mov %[b1], %[a1]\n\t"                                                        \
         "ldrd %[xp], %[xe], [sp]\n\t"                                                 \
         "3:\n\t" PE_ARM_ROWS_GROUP PE_ARM_ROWS_GROUP                                  \
         "cmp %[xp], %[xe]\n\t"                                                        \
@@ -373,20 +387,13 @@ PE_ARM_KERNEL void pe_arm_conv_s8(const pe_context *ctx, const int8_t *input,
         "add %[wp], %[wp], %[st]\n\t"                                                 \
         "add %[wp], %[wp], #4\n\t"                                                    \
         "ldr %[xe], [sp, #24]\n\t"                                                    \
-        "ldrd %[x0], %[x1], [%[xe]], #8\n\t"                                          \
-        "ldrd %[x2], %[x3], [%[xe]], #8\n\t"                                          \
-        "ldrd %[t0], %[t1], [%[xe]], #8\n\t"                                          \
+        PE_ARM_RQ_FROM("xe")                                                          \
         "str %[xe], [sp, #24]\n\t"                                                    \
         q("a0", "x0", "x1", "x2") q("b0", "x0", "x1", "x2")                           \
         q("a1", "x3", "t0", "t1") q("b1", "x3", "t0", "t1")                           \
         PE_ARM_W16_STORE                                                              \
         "add sp, sp, #32\n\t"                                                         \
-        : [wp] "+r"(wp), [st] "+r"(st), [a0] "=&r"(a0), [a1] "=&r"(a1),               \
-          [b0] "=&r"(b0), [b1] "=&r"(b1), [x0] "=&r"(x0), [x1] "=&r"(x1),             \
-          [x2] "=&r"(x2), [x3] "=&r"(x3), [t0] "=&r"(t0), [t1] "=&r"(t1),             \
-          [xp] "=&r"(xp), [xe] "=&r"(xe)                                              \
-        :                                                                             \
-        : "cc", "memory")
+        PE_ARM_PAIR_OPERANDS)
 #endif
 
 /* The outputs of one pair of pixels (columns 0 and 1 of `cols`, `groups` groups of four values,
@@ -396,36 +403,30 @@ PE_ARM_INLINE void pe_arm_w16_pairs(const int16_t *cols, int32_t groups, const i
                                     const int32_t *bias, int32_t mode, int8_t *oa, int8_t *ob,
                                     int32_t pairs)
 {
-    const int32_t per_pair = ((mode & PE_ARM_FAST) ? 2 : 0) + 4 * groups + 2 * PE_ARM_RQ_WORDS;
+    const int32_t per_pair = ((mode & PE_ARM_FAST) ? 4 : 0) + 4 * groups + 2 * PE_ARM_RQ_WORDS;
 #if PE_ARM_DSP
     /* the frame: cols, end of cols, oa, ob, end of the stream, bias */
     uintptr_t frame[6];
-    const int32_t *wp = s;
-    uintptr_t *st = frame;
-    int32_t a0, a1, b0, b1;
-    uint32_t x0, x1, x2, x3, t0, t1;
-    const int16_t *xp;
-    uintptr_t xe;
+    const int32_t *const w = s;
     frame[0] = (uintptr_t)cols;
     frame[1] = (uintptr_t)(cols + 8 * groups);
     frame[2] = (uintptr_t)oa;
     frame[3] = (uintptr_t)ob;
     frame[4] = (uintptr_t)(s + pairs * per_pair);
     frame[5] = (uintptr_t)bias;
-    if (pairs <= 0) {
-        return;
+    if (pairs > 0) {
+        PE_ARM_PAIR_REGS;
+        if (mode == PE_ARM_FAST) {
+            PE_ARM_W16_ASM(PE_ARM_FAST_BIAS, PE_ARM_FAST_RELU);
+        } else if (mode == (PE_ARM_FAST | PE_ARM_SIGNED)) {
+            PE_ARM_W16_ASM(PE_ARM_FAST_BIAS, PE_ARM_FAST_SIGNED);
+        } else if (mode == PE_ARM_SIGNED) {
+            PE_ARM_W16_ASM(PE_ARM_W16_PTR_BIAS, PE_ARM_W16_SMLAL_SIGNED);
+        } else {
+            PE_ARM_W16_ASM(PE_ARM_W16_PTR_BIAS, PE_ARM_W16_SMLAL_RELU);
+        }
+        PE_ARM_PAIR_UNUSED;
     }
-    if (mode == PE_ARM_FAST) {
-        PE_ARM_W16_ASM(PE_ARM_FAST_BIAS, PE_ARM_FAST_RELU);
-    } else if (mode == (PE_ARM_FAST | PE_ARM_SIGNED)) {
-        PE_ARM_W16_ASM(PE_ARM_FAST_BIAS, PE_ARM_FAST_SIGNED);
-    } else if (mode == PE_ARM_SIGNED) {
-        PE_ARM_W16_ASM(PE_ARM_W16_PTR_BIAS, PE_ARM_W16_SMLAL_SIGNED);
-    } else {
-        PE_ARM_W16_ASM(PE_ARM_W16_PTR_BIAS, PE_ARM_W16_SMLAL_RELU);
-    }
-    (void)a0; (void)a1; (void)b0; (void)b1; (void)x0; (void)x1; (void)x2; (void)x3;
-    (void)t0; (void)t1; (void)xp; (void)xe; (void)st; (void)wp;
 #else
     int32_t p, g, j;
     for (p = 0; p < pairs; ++p, s += per_pair) {
@@ -433,9 +434,9 @@ PE_ARM_INLINE void pe_arm_w16_pairs(const int16_t *cols, int32_t groups, const i
         const int32_t *w = s;
         const int32_t *rq;
         if (mode & PE_ARM_FAST) {
-            acc[0] = acc[2] = w[0];
+            acc[0] = acc[2] = w[0];                       /* w[2], w[3]: the same */
             acc[1] = acc[3] = w[1];
-            w += 2;
+            w += 4;
         } else {
             acc[0] = acc[2] = bias[2 * p];
             acc[1] = acc[3] = bias[2 * p + 1];
@@ -470,12 +471,7 @@ PE_ARM_INLINE void pe_arm_rows_pairs(const int16_t *cols, int32_t groups, const 
 #if PE_ARM_DSP
     /* the frame: cols, end of cols, oa, ob, end of the rows, bias, rq, k - 4 */
     uintptr_t frame[8];
-    const int8_t *wp = rows;
-    uintptr_t *st = frame;
-    int32_t a0, a1, b0, b1;
-    uint32_t x0, x1, x2, x3, t0, t1;
-    const int16_t *xp;
-    uintptr_t xe;
+    const int8_t *const w = rows;
     frame[0] = (uintptr_t)cols;
     frame[1] = (uintptr_t)(cols + 8 * groups);
     frame[2] = (uintptr_t)oa;
@@ -484,16 +480,15 @@ PE_ARM_INLINE void pe_arm_rows_pairs(const int16_t *cols, int32_t groups, const 
     frame[5] = (uintptr_t)bias;
     frame[6] = (uintptr_t)rq;
     frame[7] = (uintptr_t)(k - 4);
-    if (pairs <= 0) {
-        return;
+    if (pairs > 0) {
+        PE_ARM_PAIR_REGS;
+        if (mode & PE_ARM_SIGNED) {
+            PE_ARM_ROWS_ASM(PE_ARM_W16_SMLAL_SIGNED);
+        } else {
+            PE_ARM_ROWS_ASM(PE_ARM_W16_SMLAL_RELU);
+        }
+        PE_ARM_PAIR_UNUSED;
     }
-    if (mode & PE_ARM_SIGNED) {
-        PE_ARM_ROWS_ASM(PE_ARM_W16_SMLAL_SIGNED);
-    } else {
-        PE_ARM_ROWS_ASM(PE_ARM_W16_SMLAL_RELU);
-    }
-    (void)a0; (void)a1; (void)b0; (void)b1; (void)x0; (void)x1; (void)x2; (void)x3;
-    (void)t0; (void)t1; (void)xp; (void)xe; (void)st; (void)wp;
 #else
     int32_t p, g, j;
     for (p = 0; p < pairs; ++p) {
