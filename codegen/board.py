@@ -344,10 +344,16 @@ def _is_file(p: Path) -> bool:
         return False
 
 
+def is_board_path(name_or_path: str) -> bool:
+    """Whether ``--board`` names a YAML file (a board of one's own) rather than a catalogue
+    board."""
+    return Path(name_or_path).suffix in (".yaml", ".yml")
+
+
 def load_board(name_or_path: str) -> Board:
     """A board by catalogue name (boards/NAME.yaml) or by path to a YAML file."""
     p = Path(name_or_path)
-    if p.suffix in (".yaml", ".yml"):
+    if is_board_path(name_or_path):
         if not _is_file(p):
             raise SpecError(f"{brief(str(p), 200, quote=False)}: no such board file")
         return load_board_file(p)

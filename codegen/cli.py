@@ -147,7 +147,7 @@ def _infer_on_board(graph, x, engine: str, timeout: float | None, backend: str =
         raise PockError(f"engine {engine!r} is not available for infer (use golden, host or "
                         "a device board)")
     with tempfile.TemporaryDirectory(prefix="pockengine-infer-") as tmp:
-        proj = compile_model(graph, board=board.name, out_dir=Path(tmp) / board.name,
+        proj = compile_model(graph, board=engine, out_dir=Path(tmp) / board.name,
                              evals=(x, None), print_outputs=True, backend=backend,
                              measure=measure)
         res = run_device(proj, build=build_project(proj), timeout=timeout or DEFAULT_TIMEOUT)
@@ -512,7 +512,8 @@ def build_parser() -> argparse.ArgumentParser:
               "pe_train_step, parameter export/import, a fixed memory plan")
     sp.add_argument("model", help=".tflite or .onnx file (float models are quantized first)")
     sp.add_argument("--board", required=True,
-                    help="target board: host, or a device board (pockengine boards)")
+                    help="target board: host, a device board (pockengine boards) or a board "
+                    "file of your own (PATH.yaml; the project keeps a copy)")
     sp.add_argument("--train", metavar="SPEC", help="training spec: YAML file or short form")
     sp.add_argument("--calib", help=".npz with calibration inputs for a float model")
     sp.add_argument("--data", help="device boards: .npz with training 'x' and 'y' to embed "
@@ -525,7 +526,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--prefix", default="pe", help="prefix of every generated C symbol")
     sp.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory")
     sp.add_argument("-f", "--force", action="store_true",
-                    help="write into a non-empty directory not made by pockengine")
+                    help="write into a non-empty directory not made by pockengine, or replace "
+                    "a project of the other kind there (inference by training or back)")
     sp.add_argument("--json", action="store_true", help="print the project manifest")
 
     sp = verb("build", cmd_build, "build a generated project (host: make with gcc or clang; "

@@ -137,7 +137,7 @@ def fit_model(model: str | Path | Graph, spec: Any,
             target, graph, spec, tg, state, x_tr, t_tr,
             (x_ev, t_ev) if evals is not None else None, epochs, seed, shuffle, progress,
             profile_ops=profile_ops, timeout=timeout, keep_dir=keep_dir, backend=backend,
-            measure=measure)
+            measure=measure, board_arg=engine)
     elif engine == "host":
         res, before, after, t1, t2 = _fit_host(graph, spec, tg, state, x_tr, t_tr,
                                                (x_ev, t_ev) if evals is not None else None,
@@ -229,9 +229,10 @@ def _fit_board(board: Any, graph: Graph, spec: Any, tg: Graph, state: Any, x_tr:
                t_tr: np.ndarray, evals: tuple[np.ndarray, np.ndarray] | None, epochs: int,
                seed: int, shuffle: bool, progress: Callable[[int, int, float], None] | None,
                *, profile_ops: bool, timeout: float | None, keep_dir: str | Path | None,
-               backend: str = "auto", measure: bool = True
+               backend: str = "auto", measure: bool = True, board_arg: str | None = None
                ) -> tuple[dict[str, Any], dict, dict, float, float, dict[str, Any]]:
-    """fit on a board's emulator: compile with the data embedded, build, run, read back."""
+    """fit on a board's emulator: compile with the data embedded, build, run, read back.
+    ``board_arg``: the board as given (a name, or the path of a board file of one's own)."""
     import hashlib
     import tempfile
 
@@ -241,7 +242,7 @@ def _fit_board(board: Any, graph: Graph, spec: Any, tg: Graph, state: Any, x_tr:
 
     with tempfile.TemporaryDirectory(prefix="pockengine-fit-") as tmp:
         out = Path(keep_dir) if keep_dir is not None else Path(tmp) / board.name
-        proj = compile_model(graph, board=board.name, spec=spec, out_dir=out,
+        proj = compile_model(graph, board=board_arg or board.name, spec=spec, out_dir=out,
                              data=(x_tr, t_tr), evals=evals, epochs=epochs, seed=seed,
                              shuffle=shuffle, force=keep_dir is not None, backend=backend,
                              measure=measure)

@@ -159,9 +159,11 @@ def embed(graph: Graph, spec: Any, data: Any = None, evals: Any = None, *, epoch
 
 
 def render(lowered: Lowered, source: Source, *, prefix: str = "pe",
-           board: Any = "host", data: Any = None) -> RenderedProject:
+           board: Any = "host", data: Any = None, board_file: bytes | None = None
+           ) -> RenderedProject:
     """Stage 6: the project's files, in memory (deterministic). ``board``: a name or a
-    ``codegen.board.Board``; a device board's project embeds ``data`` (a DeviceData)."""
+    ``codegen.board.Board``; a device board's project embeds ``data`` (a DeviceData) and
+    carries ``board_file`` (the YAML of a board that is not in the catalogue)."""
     spec = None
     if lowered.train is not None:
         spec = str(lowered.train.graph.metadata["training"].get("source") or "spec")
@@ -169,7 +171,8 @@ def render(lowered: Lowered, source: Source, *, prefix: str = "pe",
         board = None if board == "host" else resolve_board(board)
     name = "host" if board is None else board.name
     info = SourceInfo(source.name, source.sha256, spec, source.calib_sha256, name)
-    return render_project(lowered, info, prefix=prefix, board=board, data=data)
+    return render_project(lowered, info, prefix=prefix, board=board, data=data,
+                          board_file=board_file)
 
 
 write = write_project            # Stage 7: files -> directory (refuses foreign directories)
@@ -212,7 +215,7 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     b = resolve_board(board)
     device = b is not None and b.arch != "host"
     check_prefix(prefix)
-    check_out_dir(out_dir, force)
+    check_out_dir(out_dir, force, training=spec is not None)
     source = quantize(load(model), calib)
     spec = resolve_spec(spec, b if device else None)
     tg = training_graph(source.graph, spec)
@@ -234,8 +237,18 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     if b is not None:
         infer, train = fit_budget(b, infer, train, dev_data, pins)
     rendered = render(Lowered(infer, train, backend, chain.names), source, prefix=prefix,
-                      board=b if device else "host", data=dev_data)
+                      board=b if device else "host", data=dev_data,
+                      board_file=own_board_file(board) if device else None)
     return write(rendered, out_dir, force=force)
+
+
+def own_board_file(board: str) -> bytes | None:
+    """The bytes of ``--board PATH.yaml`` (a board file of the user's own, which the project
+    keeps a copy of, so that ``build`` and ``sim`` find the board later from the project
+    alone); None for a catalogue board given by name."""
+    from .board import is_board_path
+
+    return Path(board).read_bytes() if is_board_path(board) else None
 
 
 # what the device harness keeps in RAM besides its output buffer (SHA-256 state...), bytes

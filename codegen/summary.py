@@ -49,6 +49,29 @@ def _attr(v: Any) -> Any:
     return v
 
 
+def trainable_layers(graph: Graph) -> list[dict[str, Any]]:
+    """The parametric layers as a training spec selects them: ``index`` (the spec's index),
+    ``name`` (the op's full name), ``type``, ``kind`` (conv, dwconv, fc, gconv) and
+    ``kind_index`` (its index among the layers of its kind: ``bias:conv.2``), the weight's
+    shape and what can train (``trainable``: weight when it is a constant, bias when the layer
+    has one; a float model's layers all get one when quantized)."""
+    from .train.spec import layer_kind, parametric_layers
+
+    quantized = graph.tensors[graph.inputs[0]].dtype != "float32" if graph.inputs else True
+    seen: dict[str, int] = {}
+    out = []
+    for i, op in enumerate(parametric_layers(graph)):
+        kind = layer_kind(graph, op)
+        seen[kind] = seen.get(kind, -1) + 1
+        w = graph.tensors[op.inputs[1]]
+        has_bias = len(op.inputs) > 2 and bool(op.inputs[2])
+        out.append({"index": i, "name": op.name, "type": op.type, "kind": kind,
+                    "kind_index": seen[kind], "weight_shape": list(w.shape),
+                    "trainable": [p for p, ok in (("weight", w.data is not None),
+                                                   ("bias", has_bias or not quantized)) if ok]})
+    return out
+
+
 def summarize(graph: Graph) -> dict[str, Any]:
     """JSON-ready description of a graph (the `inspect --json` contract)."""
     ops = []
@@ -75,6 +98,7 @@ def summarize(graph: Graph) -> dict[str, Any]:
         "param_bytes": sum(t.nbytes for t in consts),
         "activation_bytes": sum(t.nbytes for t in acts),
         "largest_activation_bytes": max((t.nbytes for t in acts), default=0),
+        "layers": trainable_layers(graph),
     }
 
 
@@ -104,4 +128,21 @@ def format_summary(s: dict[str, Any]) -> str:
         name = op["name"] if len(op["name"]) <= 28 else "…" + op["name"][-27:]
         lines.append(f"  {i:>3}  {op['type']:18} {name:28} {out['shape']!s:18} "
                      f"{out['dtype']:7} {_fmt_quant(out['quant']):22} {op['macs']:>12,}")
+    lines += format_layers(s.get("layers", []))
     return "\n".join(lines)
+
+
+def format_layers(layers: list[dict[str, Any]]) -> list[str]:
+    """The trainable layers as a training spec names them: by index (``bias:3``, ``bias:1..3``)
+    or by kind and index within the kind (``bias:conv.2``, ``weight:fc.last1``), or by name."""
+    if not layers:
+        return ["  no trainable layers (no conv2d, depthwise_conv2d or fully_connected op)"]
+    head = (f"  trainable layers ({len(layers)}): a --train spec selects them by # (bias:3, "
+            "bias:1..3, bias:last2), by kind.# (bias:conv.2, weight:fc.last1) or by name "
+            "(docs/training.md)")
+    lines = [head, f"  {'#':>3}  {'kind':10} {'type':18} {'trains':13} name"]
+    for layer in layers:
+        lines.append(f"  {layer['index']:>3}  {layer['kind'] + '.' + str(layer['kind_index']):10}"
+                     f" {layer['type']:18} {', '.join(layer['trainable']) or '-':13} "
+                     f"{layer['name']}")
+    return lines

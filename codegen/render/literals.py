@@ -2,7 +2,9 @@
 
 Floats are written as C99 hexadecimal literals of their float32 value (``0x1.8p-3f``): exact,
 independent of the compiler's decimal conversion, and deterministic. Infinities use the
-project's ``<P>_INF`` macro (no <math.h> needed).
+project's ``<P>_INF`` macro (no <math.h> needed). Headers a user's code includes take
+``c_float_decimal`` instead: C++ has hexadecimal floats only from C++17, so there a decimal
+literal of at most 9 significant digits that rounds back to exactly the same float32.
 """
 
 from __future__ import annotations
@@ -39,6 +41,48 @@ def c_float(value: float, inf: str) -> str:
     if "." in mant:
         mant = mant.rstrip("0").rstrip(".")
     return f"{mant}p{exp}f"
+
+
+def c_float_decimal(value: float) -> str:
+    """The float32 value of ``value`` as the shortest decimal literal (``0.00390625f``, at most
+    9 significant digits, always with a '.' or an exponent) that a correctly rounding compiler
+    turns back into exactly that float32: valid C99 and C++98 alike. Checked exactly (with
+    fractions: no double rounding through float64)."""
+    f32 = np.float32(value)
+    f = float(f32)
+    if not math.isfinite(f):
+        raise ValueError(f"no decimal literal for {f}")
+    for digits in range(1, 10):
+        text = f"{f:.{digits}g}"
+        if _nearest_float32(text) == f:
+            break
+    else:                                     # 9 digits always suffice for float32
+        raise ValueError(f"{f!r} has no 9-digit decimal form")
+    if not any(c in text for c in ".e"):
+        text += ".0"
+    return f"{text}f"
+
+
+_FLOAT32_OVERFLOW = 2**128 - 2**103           # float32 max + half its last step
+
+
+def _nearest_float32(text: str) -> float:
+    """The float32 nearest to the decimal ``text`` (ties to even), as a compiler reads it."""
+    from fractions import Fraction
+
+    exact = Fraction(text)
+    if abs(exact) >= _FLOAT32_OVERFLOW:        # rounds to infinity (ties: to even, inf)
+        return math.copysign(math.inf, exact)
+    below = np.float32(float(exact))           # within one float32 step of the exact value
+    with np.errstate(over="ignore"):          # a neighbour of float32 max is infinite
+        cands = {float(below), float(np.nextafter(below, np.float32(np.inf))),
+                 float(np.nextafter(below, np.float32(-np.inf)))}
+    cands = [c for c in cands if math.isfinite(c)]
+
+    def key(c: float) -> tuple[Fraction, int]:
+        return abs(Fraction(c) - exact), int(np.float32(c).view(np.uint32)) & 1
+
+    return min(cands, key=key)
 
 
 def array_rows(values: np.ndarray, ctype: str, inf: str) -> list[str]:

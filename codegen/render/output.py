@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import PockError
+from ..errors import PockError, brief
 from .project import MANIFEST, RenderedProject
 
 
@@ -34,6 +34,34 @@ class Project:
     def binary(self, build_dir: str = "build") -> Path:
         return self.dir / build_dir / Path(self.manifest["binary"]).name
 
+    def board_record(self) -> Any:
+        """The project's board (a ``codegen.board.Board``): the copy of its board file that
+        the project keeps when it was compiled with ``--board PATH.yaml`` (manifest
+        ``board_file``), else the catalogue's board of that name."""
+        from ..board import load_board, load_board_file
+
+        rel = self.manifest.get("board_file")
+        if rel is None:
+            try:
+                return load_board(self.board)
+            except PockError as e:
+                if not str(e).startswith("unknown board"):
+                    raise
+                raise PockError(f"{self.dir}: compiled for board {self.board!r}, which is not "
+                                f"in the catalogue, and the project has no copy of its board "
+                                f"file: compile again with --board PATH/{self.board}.yaml "
+                                f"({e})") from None
+        if not isinstance(rel, str) or Path(rel).is_absolute() or ".." in Path(rel).parts \
+                or not (self.dir / rel).is_file():
+            raise PockError(f"{self.dir}: the board file {rel!r} that {MANIFEST} names is "
+                            "missing: compile again with --board PATH.yaml")
+        return load_board_file(self.dir / rel)
+
+    @property
+    def kind(self) -> str:
+        """``training`` or ``inference``: what the project was compiled for."""
+        return "training" if self.has_training else "inference"
+
 
 def read_manifest(directory: Path) -> dict[str, Any] | None:
     """The manifest of a pockengine output directory, or None."""
@@ -58,15 +86,33 @@ def open_project(directory: str | Path) -> Project:
     return Project(d, manifest)
 
 
-def check_out_dir(directory: str | Path, force: bool) -> Path:
-    """Refuse a non-empty directory that is not earlier pockengine output (unless force)."""
+def check_out_dir(directory: str | Path, force: bool, *, training: bool | None = None
+                  ) -> Path:
+    """Refuse a non-empty directory that is not earlier pockengine output (unless force).
+    With ``training`` (whether the new project trains): refuse, unless force, earlier output
+    of the other kind too (an inference project that a training project would replace, or
+    the other way round: more likely a mistyped -o than a wish to lose it); recompiling the
+    same kind in place goes on as before."""
     d = Path(directory)
     if d.exists() and not d.is_dir():
         raise PockError(f"{d}: exists and is not a directory")
-    if d.is_dir() and any(d.iterdir()) and read_manifest(d) is None and not force:
+    old = read_manifest(d) if d.is_dir() else None
+    if d.is_dir() and old is None and any(d.iterdir()) and not force:
         raise PockError(f"{d}: directory is not empty and was not written by pockengine "
                         "(use --force to write into it)")
+    if old is not None and training is not None and not force:
+        was = Project(d, old).kind
+        new = "training" if training else "inference"
+        if was != new:
+            board = brief(old.get("board"), 60, quote=False)
+            raise PockError(f"{d}: holds {_a(was)} project (board {board}); compiling "
+                            f"{_a(new)} project there replaces it (use --force to overwrite, "
+                            "or another -o directory)")
     return d
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
 
 def write_project(rendered: RenderedProject, directory: str | Path, *, force: bool = False

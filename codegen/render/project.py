@@ -31,6 +31,7 @@ from .records import Lowered, RecordBuilder, SourceInfo, op_phase
 GENERATOR = f"pockengine {__version__}"
 MANIFEST = "pockengine.json"
 KERNEL_DIR = "kernels"
+BOARD_DIR = "board"        # a board file of the user's own, copied into the project
 # Flags every generated project is built with (the issue's contract; -Wvla: no VLAs).
 C_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-Wvla",
            "-ffp-contract=off")
@@ -104,11 +105,14 @@ def runtime_identifiers(files: dict[str, bytes]) -> set[str]:
 
 
 def render_project(lowered: Lowered, source: SourceInfo, *, prefix: str = "pe",
-                   board: Board | None = None, data: DeviceData | None = None
-                   ) -> RenderedProject:
+                   board: Board | None = None, data: DeviceData | None = None,
+                   board_file: bytes | None = None) -> RenderedProject:
     """The project's files. ``board``: a device board (None or an ``arch: host`` board: the
     host harness); a device project embeds ``data`` (default: none, the firmware then only
-    initialises and reports) and carries the board's runtime, linker script and Makefile."""
+    initialises and reports) and carries the board's runtime, linker script and Makefile.
+    ``board_file``: the bytes of the board's YAML file when it is not the catalogue's (a
+    board file of the user's own): copied to ``board/<name>.yaml`` and recorded in the
+    manifest (``board_file``), so that ``build`` and ``sim`` find the board without it."""
     check_prefix(prefix)
     device = board is not None and board.arch != "host"
     builder = RecordBuilder(lowered, prefix)
@@ -158,6 +162,8 @@ def render_project(lowered: Lowered, source: SourceInfo, *, prefix: str = "pe",
         files.update(bf.files)
         foreign.update(bf.files)
         device_info = _device_manifest(board, data, ctx)
+        if board_file is not None:
+            files[board_file_path(board.name)] = board_file
     else:
         text["main_host.c"] = render("main_host.c.j2", **ctx)
         text["Makefile"] = render("Makefile.j2", **ctx)
@@ -168,8 +174,16 @@ def render_project(lowered: Lowered, source: SourceInfo, *, prefix: str = "pe",
     manifest = _manifest(lowered, source, prefix, ctx, sorted(files) + [MANIFEST])
     if device_info is not None:
         manifest["device"] = device_info
+        if board_file is not None:
+            manifest["board_file"] = board_file_path(board.name)
     files[MANIFEST] = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
     return RenderedProject(files, manifest, tuple(identifiers))
+
+
+def board_file_path(name: str) -> str:
+    """Where a project keeps the copy of its own board file (the name is the file's stem, as
+    ``board.load_board_file`` requires)."""
+    return f"{BOARD_DIR}/{name}.yaml"
 
 
 def _device_manifest(board: Board, data: DeviceData, ctx: dict[str, Any]) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from ..backends import (
 from ..errors import ModelError
 from ..ir import Graph, Op
 from ..memplan import MemoryPlan
-from .literals import array_rows, c_float, c_int
+from .literals import array_rows, c_float, c_float_decimal, c_int
 from .names import Namer, comment_text
 
 ALIGNMENT = 16
@@ -399,7 +399,8 @@ class RecordBuilder:
         q = t.quant
         return {"tensor": comment_text(t.name), "macro": arena[t.name].macro,
                 "bytes": t.nbytes, "shape": list(t.shape), "shape_text": _shape(t.shape),
-                "scale": c_float(q.s, self.macros["inf"]) if q is not None else "1.0f",
+                # a macro of the user's header: decimal, valid C and C++ (no hex floats)
+                "scale": c_float_decimal(q.s) if q is not None else "1.0f",
                 "zero_point": q.zp if q is not None else 0}
 
     def _train_io(self, lg: LoweredGraph, arena: Mapping[str, _Slot],

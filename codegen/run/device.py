@@ -207,7 +207,6 @@ def run_device(project: Any, *, timeout: float = DEFAULT_TIMEOUT, profile: bool 
                on_line: Callable[[str], None] | None = None) -> DeviceResult:
     """Build (if needed) and run a board project's firmware on its emulator. ``on_line``: gets
     every line the firmware prints, as it prints it (progress)."""
-    from ..board import load_board
     from ..targets import run_on_emulator
     from ..toolchain.device import FirmwareBuild, build_firmware
 
@@ -217,7 +216,7 @@ def run_device(project: Any, *, timeout: float = DEFAULT_TIMEOUT, profile: bool 
         proj = project if isinstance(project, Project) else open_project(project)
         fw = build_firmware(proj, profile_ops=profile_ops)
     proj = fw.project
-    board = load_board(proj.board)
+    board = proj.board_record()
     result = run_on_emulator(board, fw.elf, timeout=timeout, profile=profile,
                              on_line=on_line)
     return parse_run(proj, board, result, profile_ops=profile_ops)

@@ -93,9 +93,7 @@ def transfer_bytes(project: Project) -> int:
 
 
 def _board(project: Project) -> Any:
-    from ..board import load_board
-
-    board = load_board(project.board)
+    board = project.board_record()
     if "device" not in project.manifest or board.arch == "host":
         raise PockError(f"{project.dir}: compiled for {project.board}; the serial firmware "
                         "needs a device board (compile with --board BOARD)")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..board import Board, format_size, load_board
+from ..board import Board, format_size
 from ..errors import PockError
 from ..render.names import make_assignment
 from ..render.output import Project
@@ -97,7 +97,7 @@ def build_firmware(project: Project, *, profile_ops: bool = False, check: bool =
     ``build-ops``); ``check``: raise if the image does not fit the board's budget."""
     from ..targets import compiler, size_report, toolchain_available
 
-    board = load_board(project.board)
+    board = project.board_record()
     ok, why = toolchain_available(board)
     if not ok:
         raise BuildError(f"{project.dir}: cannot build for {board.name}: {why}")

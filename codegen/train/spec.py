@@ -13,12 +13,19 @@ accumulate: 1                  # gradient accumulation steps
 ```
 
 Short forms (``--train``): ``bias:last4``, ``weight:last2``, ``weight:last2@0.25`` (channel
-ratio), ``bias:all``, ``all``; join several with ``+`` and add options after commas:
-``bias:all+weight:last2,opt=momentum,lr=0.05,backward=int8``.
+ratio), ``bias:all``, ``all``, ``bias:3..7`` (an index range), ``bias:conv.last2`` /
+``weight:dwconv.all`` (a kind, then the selection among the layers of that kind); join several
+with ``+`` and add options after commas:
+``bias:all+weight:last2,opt=momentum,lr=0.05,backward=int8``. docs/training.md ("Training
+specs") is the user's reference of both forms.
 
 Layers are the parametric ops (conv2d, depthwise_conv2d, fully_connected) in execution order; a
-spec names them by op name, by index (negative counts from the end), ``last N``, ``first N`` or
-``all``.
+spec names them by op name, by index (negative counts from the end), by inclusive index range
+``A..B`` (either end may be left out or negative), ``last N``, ``first N`` or ``all``. A rule
+with a ``kind`` (conv: conv2d with one group, dwconv: depthwise_conv2d, fc: fully_connected,
+gconv: grouped conv2d) selects among the layers of that kind only: ``last 2`` of kind conv are
+the model's last two conv layers. What a rule selects is resolved here into the list of
+``LayerUpdate`` s, which is all that the training graph and the C code see.
 
 Channel selection for ``channels: r < 1``: the ``ceil(r * C)`` output channels with the largest
 L1 norm of their int8 weights (ties broken by index), the criterion of tiny-training's
@@ -28,6 +35,7 @@ channel-sparse update; the choice is made at compile time and recorded in the tr
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -43,6 +51,9 @@ BACKWARD_MODES = ("fp32", "int8")
 MASTER_WEIGHTS = ("none", "fp32", "int32")
 SCHEDULES = ("constant", "step", "warmup")
 PARAMS = ("bias", "weight", "both")
+# layer kinds a rule may select by (``kind:`` in YAML, ``KIND.`` in a short form), what each is
+KINDS = {"conv": "conv2d with one group", "dwconv": "depthwise_conv2d",
+         "fc": "fully_connected", "gconv": "conv2d with several groups"}
 
 
 @dataclass(frozen=True)
@@ -66,9 +77,11 @@ class Schedule:
 
 @dataclass(frozen=True)
 class TrainableRule:
-    layers: Any               # "last N" | "first N" | "all" | list of names/indices | name | int
+    layers: Any               # "last N" | "first N" | "all" | "A..B" | name | int | list of
+                              # names, indices and ranges
     params: str = "bias"      # bias | weight | both
     channels: float = 1.0     # ratio of output channels whose weights train
+    kind: str | None = None   # select among the layers of this kind (KINDS) only
 
 
 @dataclass(frozen=True)
@@ -203,10 +216,13 @@ def _schedule(source: str, d: Any) -> Schedule:
 def _rule(source: str, d: Any) -> TrainableRule:
     if not isinstance(d, dict):
         raise _err(source, f"each trainable entry must be a mapping, got {brief(d)}")
-    unknown = set(d) - {"layers", "params", "channels"}
+    unknown = set(d) - {"layers", "params", "channels", "kind"}
     if unknown:
         raise _err(source, f"unknown trainable key(s) {_key_list(unknown)}")
-    if "layers" not in d:
+    kind = d.get("kind")
+    if kind is not None and not isinstance(kind, str):
+        raise _err(source, f"kind must be one of {', '.join(KINDS)}, got {brief(kind)}")
+    if "layers" not in d and kind is None:
         raise _err(source, f"trainable entry {brief(d)} has no 'layers'")
     params = d.get("params", "bias")
     if params == "weights":
@@ -218,15 +234,16 @@ def _rule(source: str, d: Any) -> TrainableRule:
     ch = d.get("channels", 1.0)
     if isinstance(ch, bool) or not isinstance(ch, (int, float)) or not 0.0 < ch <= 1.0:
         raise _err(source, f"channel ratio must be in (0, 1], got {brief(ch)}")
-    layers = d["layers"]
+    layers = d.get("layers", "all")            # a kind alone: all layers of that kind
     items = layers if isinstance(layers, list) else [layers]
     for item in items:
         if isinstance(item, bool) or not isinstance(item, (str, int)):
-            raise _err(source, f"layers must be 'all', 'last N', 'first N', a layer name or "
-                               f"index, or a list of names and indices, got {brief(layers)}")
+            raise _err(source, f"layers must be 'all', 'last N', 'first N', a layer name, "
+                               f"index or range A..B, or a list of names, indices and ranges, "
+                               f"got {brief(layers)}")
     if isinstance(layers, list):
         layers = tuple(layers)
-    return TrainableRule(layers=layers, params=params, channels=float(ch))
+    return TrainableRule(layers=layers, params=params, channels=float(ch), kind=kind)
 
 
 def spec_from_dict(d: Any, source: str = "<spec>") -> TrainSpec:
@@ -265,12 +282,19 @@ def spec_from_dict(d: Any, source: str = "<spec>") -> TrainSpec:
                      backward_given="backward" in d)
 
 
+# a short form's selection after an optional KIND. prefix: all, lastN, firstN, or indices and
+# ranges joined with '/'
+_SHORT_ITEM = r"(-?\d+|-?\d*\.\.-?\d*)"
+_SHORT_SELECTION = re.compile(rf"all|last\d+|first\d+|{_SHORT_ITEM}(/{_SHORT_ITEM})*", re.ASCII)
+_SHORT_KIND = re.compile(r"([A-Za-z][A-Za-z0-9_]*)\.(.+)", re.ASCII)
+
+
 def _short_rule(source: str, token: str) -> dict[str, Any]:
     if token == "all":
         return {"layers": "all", "params": "both"}
     if ":" not in token:
         raise _err(source, f"cannot read trainable set {brief(token)} (e.g. bias:last4, "
-                           "weight:last2@0.25, all)")
+                           "weight:last2@0.25, bias:conv.last2, bias:3..7, all)")
     params, layers = token.split(":", 1)
     ratio = 1.0
     if "@" in layers:
@@ -279,13 +303,17 @@ def _short_rule(source: str, token: str) -> dict[str, Any]:
             ratio = float(r)
         except ValueError:
             raise _err(source, f"channel ratio {brief(r)} is not a number") from None
+    rule: dict[str, Any] = {"params": params, "channels": ratio}
+    m = _SHORT_KIND.fullmatch(layers)
+    if m and _SHORT_SELECTION.fullmatch(m.group(2)):     # KIND.SELECTION, e.g. conv.last2
+        rule["kind"], layers = m.group(1), m.group(2)
     if layers.startswith("last") and _digits(layers[4:]) is not None:
         layers = f"last {layers[4:]}"
     elif layers.startswith("first") and _digits(layers[5:]) is not None:
         layers = f"first {layers[5:]}"
     elif layers != "all":
         layers = [x if _digits(x) is None else _digits(x) for x in layers.split("/")]
-    return {"layers": layers, "params": params, "channels": ratio}
+    return rule | {"layers": layers}
 
 
 def parse_short(text: str) -> TrainSpec:
@@ -335,9 +363,68 @@ def parametric_layers(graph: Graph) -> list[Op]:
     return [op for op in graph.ops if op.type in PARAMETRIC_OPS]
 
 
-def _select(spec: TrainSpec, layers: list[Op], sel: Any) -> list[int]:
+def layer_kind(graph: Graph, op: Op) -> str:
+    """The kind (KINDS) of a parametric layer: fc, dwconv, or for a conv2d conv (one group:
+    the weight's input channels are all of the input's) or gconv (several groups)."""
+    if op.type == "fully_connected":
+        return "fc"
+    if op.type == "depthwise_conv2d":
+        return "dwconv"
+    cin = graph.tensors[op.inputs[0]].shape[-1]
+    return "conv" if graph.tensors[op.inputs[1]].shape[-1] == cin else "gconv"
+
+
+def kind_counts(kinds: list[str]) -> str:
+    """``conv 3, dwconv 1, fc 1``: how many layers of each kind, in KINDS order."""
+    return ", ".join(f"{k} {kinds.count(k)}" for k in KINDS if k in kinds)
+
+
+def _of_kind(spec: TrainSpec, kinds: list[str], kind: str | None) -> list[int]:
+    """Indices of the parametric layers a rule of ``kind`` selects among (all without one);
+    a one-line error for a kind that does not exist or that the model lacks."""
+    if kind is None:
+        return list(range(len(kinds)))
+    if kind not in KINDS:
+        raise _err(spec.source, f"unknown layer kind {brief(kind)} (kinds: "
+                                f"{', '.join(KINDS)}; this model has {kind_counts(kinds)})")
+    pool = [i for i, k in enumerate(kinds) if k == kind]
+    if not pool:
+        raise _err(spec.source, f"the model has no {kind} layers ({KINDS[kind]}); it has "
+                                f"{kind_counts(kinds)}")
+    return pool
+
+
+_RANGE = re.compile(r"(-?\d*)\.\.(-?\d*)", re.ASCII)
+
+
+def _range(spec: TrainSpec, text: str, n: int, what: str) -> list[int] | None:
+    """The indices of an inclusive range ``A..B`` (``A..``, ``..B``, ``..``; negative ends
+    count from the end), or None if ``text`` is not one."""
+    m = _RANGE.fullmatch(text)
+    if m is None:
+        return None
+    ends = [_digits(g) if g else d for g, d in ((m.group(1), 0), (m.group(2), n - 1))]
+    if None in ends:
+        return None
+    for v in ends:
+        if not -n <= v < n:
+            raise _err(spec.source, f"layer range {brief(text)}: index {brief(v)} out of range "
+                                    f"({n} {what}: 0..{n - 1} or -{n}..-1)")
+    lo, hi = (v % n for v in ends)
+    if lo > hi:
+        raise _err(spec.source, f"layer range {brief(text)} is empty ({lo} > {hi}; ranges "
+                                "are inclusive and ascending)")
+    return list(range(lo, hi + 1))
+
+
+def _select(spec: TrainSpec, layers: list[Op], sel: Any, what: str = "trainable layers",
+            everything: tuple[list[Op], list[str]] | None = None) -> list[int]:
+    """Positions in ``layers`` that ``sel`` names. ``what`` names the layers in messages;
+    ``everything``: all parametric layers and their kinds when ``layers`` are those of one
+    kind (a name of another kind is then told apart from a name the model lacks)."""
     n = len(layers)
     names = {op.name: i for i, op in enumerate(layers)}
+    other = {op.name: k for op, k in zip(*everything)} if everything is not None else {}
     if isinstance(sel, str):
         words = sel.split()
         if sel == "all":
@@ -345,7 +432,7 @@ def _select(spec: TrainSpec, layers: list[Op], sel: Any) -> list[int]:
         if len(words) == 2 and words[0] in ("last", "first") and _digits(words[1]) is not None:
             k = _digits(words[1])
             if not 1 <= k <= n:
-                raise _err(spec.source, f"'{sel}' but the model has {n} trainable layers")
+                raise _err(spec.source, f"'{sel}' but the model has {n} {what}")
             return list(range(n - k, n)) if words[0] == "last" else list(range(k))
         sel = (sel,)
     if isinstance(sel, int):
@@ -357,12 +444,17 @@ def _select(spec: TrainSpec, layers: list[Op], sel: Any) -> list[int]:
         if isinstance(s, int):
             if not -n <= s < n:
                 raise _err(spec.source, f"layer index {s} out of range (model has {n} "
-                                        "trainable layers)")
+                                        f"{what})")
             out.append(s % n)
         elif isinstance(s, str) and s in names:
             out.append(names[s])
+        elif isinstance(s, str) and (span := _range(spec, s, n, what)) is not None:
+            out.extend(span)
+        elif isinstance(s, str) and s in other:
+            raise _err(spec.source, f"layer {brief(s)} is a {other[s]} layer, not one of the "
+                                    f"{what}")
         else:
-            raise _err(spec.source, _unknown_layer(s, layers))
+            raise _err(spec.source, _unknown_layer(s, everything[0] if everything else layers))
     return out
 
 
@@ -388,8 +480,8 @@ def _unknown_layer(sel: Any, layers: list[Op], most: int = 5) -> str:
         return repr(name if len(name) <= limit else "…" + name[-(limit - 1):])
 
     n = len(layers)
-    where = (f"{n} trainable layers: give 0..{n - 1}, -{n}..-1, last N, first N or all; "
-             "`pockengine inspect MODEL --json` has their names")
+    where = (f"{n} trainable layers: give 0..{n - 1}, -{n}..-1, a range A..B, last N, first N "
+             "or all; `pockengine inspect MODEL` lists them")
     if not near:
         return f"unknown layer {brief(sel)}, no similar name ({where})"
     listed = ", ".join(f"{i} {tail(layers[i].name)}" for i in near)
@@ -417,11 +509,15 @@ def resolve(spec: TrainSpec, graph: Graph) -> list[LayerUpdate]:
     layers = parametric_layers(graph)
     if not layers:
         raise _err(spec.source, "the model has no layer with parameters")
+    kinds = [layer_kind(graph, op) for op in layers]
     bias = [False] * len(layers)
     weight = [False] * len(layers)
     ratio: list[float | None] = [None] * len(layers)
     for rule in spec.trainable:
-        for i in _select(spec, layers, rule.layers):
+        pool = _of_kind(spec, kinds, rule.kind)
+        chosen = _select(spec, [layers[i] for i in pool], rule.layers,
+                         *((f"{rule.kind} layers", (layers, kinds)) if rule.kind else ()))
+        for i in (pool[j] for j in chosen):
             if rule.params in ("bias", "both"):
                 bias[i] = True
             if rule.params in ("weight", "both"):
