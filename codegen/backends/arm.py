@@ -185,6 +185,33 @@ def _pairs16(w: np.ndarray) -> np.ndarray:
     return ((lo | (hi << 16)).astype(np.uint32)).view(np.int32)
 
 
+def _pair_groups(w: np.ndarray) -> np.ndarray:
+    """Rows (out, k) of int16 values, an even count, as the stream's weights: per pair of rows
+    and group of four values, row 0's two pair words, then row 1's; groups padded with zeros to
+    an even count. (pairs, 4 * groups) int32."""
+    rows, k = w.shape
+    groups = -(-k // 8) * 2
+    padded = np.zeros((rows, groups * 4), np.int64)
+    padded[:, :k] = w
+    packed = _pairs16(padded.reshape(rows // 2, 2, groups, 4))   # pairs, row, group, 2
+    return packed.transpose(0, 2, 1, 3).reshape(rows // 2, -1)
+
+
+def raw_stream(weight: np.ndarray) -> np.ndarray:
+    """The stream of pe_arm_raw_pairs (arm/pe_arm_conv.h) for int8 rows (out, k), an even
+    count, as int32 words: per pair of rows four zero words (the accumulators' start), then per
+    group of four values (groups padded with zeros to an even count) row 0's four bytes and
+    row 1's."""
+    w = np.asarray(weight, dtype=np.int8)
+    rows, k = w.shape
+    groups = -(-k // 8) * 2
+    padded = np.zeros((rows, groups * 4), np.int8)
+    padded[:, :k] = w
+    packed = padded.reshape(rows // 2, 2, groups, 4).transpose(0, 2, 1, 3)
+    words = np.ascontiguousarray(packed).reshape(rows // 2, -1).view("<i4").astype(np.int64)
+    return np.concatenate([np.zeros((rows // 2, 4), np.int64), words], axis=1).reshape(-1)
+
+
 def w16_stream(weight: np.ndarray, bias: np.ndarray | None, words: np.ndarray, zero_point: int,
                fast: bool) -> np.ndarray:
     """The int32 stream of pe_arm_conv_w16_s8 (arm/pe_arm_conv.h) for frozen weights (out, k)
@@ -193,12 +220,8 @@ def w16_stream(weight: np.ndarray, bias: np.ndarray | None, words: np.ndarray, z
     padded with zeros to an even count), the requantization words of the two rows. ``words``:
     ``requant_words`` (unfolded); the output zero point goes into them here."""
     w = np.asarray(weight, dtype=np.int64).reshape(weight.shape[0], -1) * (2 if fast else 1)
-    rows, k = w.shape
-    groups = -(-k // 8) * 2
-    padded = np.zeros((rows, groups * 4), np.int64)
-    padded[:, :k] = w
-    packed = _pairs16(padded.reshape(rows // 2, 2, groups, 4))   # pairs, row, group, 2
-    packed = packed.transpose(0, 2, 1, 3).reshape(rows // 2, -1)
+    rows = w.shape[0]
+    packed = _pair_groups(w)
     q = np.asarray(words, dtype=np.int64).reshape(rows, RQ_WORDS)
     if fast:
         rq = fast_words(q, zero_point)
@@ -589,9 +612,40 @@ def _act_mask(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | 
     return replace(ref, kernel=ref.kernel + SUFFIX) if ref.kernel == "pe_act_mask_s8" else None
 
 
+def _grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    """The int8 backward's input gradient of a pointwise conv (pe_grad_s8_arm.c) with an even
+    number of input channels: the transposed weights as a raw stream (int8, as many bytes in
+    flash as the weights; built in the scratch at run time when training changes them);
+    scratch two int16 columns and the int32 sums."""
+    ref = train_kernel_call(graph, op, batch)
+    if ref.kernel != "pe_conv2d_grad_input_s8" or not _pointwise(ref, "filter_dims"):
+        return None
+    dy, dx = _struct(ref, "dy_dims"), _struct(ref, "dx_dims")
+    w = graph.tensors[ref.arg("filter").tensor]
+    if int(_struct(ref, "filter_dims")["c"]) != int(dx["c"]) or int(dx["c"]) % 2:
+        return None
+    o_n, c_n = int(dy["c"]), int(dx["c"])
+    positions = int(dx["n"]) * int(dx["h"]) * int(dx["w"])
+    k8 = (o_n + 7) & ~7
+    scratch = 2 * k8 * 2 + (positions + 1) * c_n * 4
+    stream: Arg
+    if w.data is None or w.name in mutable_tensors(graph):
+        stream = NullArg("const int32_t *")             # built at run time, in the scratch
+        scratch += c_n // 2 * (16 + 2 * k8)
+    else:
+        stream = ArrayArg(int32_array("stream", raw_stream(
+            np.asarray(w.data, np.int8).reshape(o_n, c_n).T)))
+    return replace(ref, kernel=ref.kernel + SUFFIX, scratch_bytes=scratch,
+                   args=_insert_after(ref.args, "quant", ("stream", stream)))
+
+
+def _conv_grad_input(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    return _grad_input(graph, op, batch, target) or _grad_input_s8(graph, op, batch, target)
+
+
 TRAIN_BUILDERS: dict[str, Builder] = {
     "act_mask": _act_mask,
-    "conv2d_grad_input": _grad_input,
+    "conv2d_grad_input": _conv_grad_input,
     "fully_connected_grad_input": _grad_input,
     "conv2d_grad_weight": _grad_weight,
     "fully_connected_grad_weight": _grad_weight,

@@ -56,6 +56,17 @@ void pe_add_s8_arm(const pe_add_params *params, const int32_t *tables, const int
 void pe_act_mask_s8_arm(const pe_activation *params, int32_t size, const int8_t *y,
                         uint8_t *mask);
 
+/* int8 backward (pe_grad_s8_arm.c): pe_conv2d_grad_input_s8's arguments plus, after quant,
+ * the transposed weights as a stream (int8, pairs of rows per group of four; see
+ * codegen/backends/arm.py raw_stream); pointwise
+ * convolutions with an even number of input channels. */
+void pe_conv2d_grad_input_s8_arm(const pe_context *ctx, const pe_conv_grad_params *params,
+                                 const pe_grad_input_quant *quant, const int32_t *stream,
+                                 const pe_dims *dy_dims, const int8_t *dy,
+                                 const int32_t *dy_exp, const pe_dims *filter_dims,
+                                 const int8_t *filter, const pe_dims *dx_dims, int8_t *dx,
+                                 int32_t *dx_exp);
+
 /* fp32 backward (pe_train_f32_arm.c): pe_train_kernels.h's signatures. Pointwise conv and FC
  * input / weight gradients, depthwise input gradients (multiplier 1, dilation 1), average-
  * pooling gradients of windows that do not overlap. */

@@ -1,4 +1,5 @@
-"""Random fp32 backward cases for the arm backend's training kernels: the general cases of
+"""Random backward cases for the arm backend's training kernels (fp32; int8 for the pointwise
+input gradient and the activation masks): the general cases of
 tests/kernels/train_cases.py (most of which arm declines to ref) plus cases aimed at what it
 takes: pointwise convs and FC layers wide enough for several blocks of eight input channels and
 of 64 output channels, with and without channel subsets, many positions (blocks of four) and
@@ -11,26 +12,37 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from codegen.backends.params import MUTABLE
 from codegen.ir import Graph, Role, same_padding
 from tests.kernels import train_cases as tc
 
 Rng = np.random.Generator
 
 
-def _pointwise_grad_input(rng: Rng) -> tc.Case:
-    b = tc._Builder("fp32")
+def _pointwise_grad_input(rng: Rng, mode: str = "fp32") -> tc.Case:
+    """fp32, or int8 (arm: an even number of input channels; odd ones go to ref): positions
+    odd and even in number, output channels not a multiple of eight."""
+    b = tc._Builder(mode)
     n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 7)), int(rng.integers(1, 7))
     c, o = int(rng.integers(1, 40)), int(rng.integers(1, 150))
+    if mode == "int8" and rng.random() < 0.85:
+        c += c % 2
     b.grad_input(rng, "dy", (n, h, w, o))
     wq = tc._weight_q(rng, o, 0, rng.random() < 0.8)
     b.add_input("w", (o, 1, 1, c), "int8", rng.integers(-127, 128, (o, 1, 1, c)).astype(np.int8),
                 wq, Role.WEIGHT, const=True)
-    return b.op("conv2d_grad_input", b.grad_outputs("dx", (n, h, w, c)),
-                tc._conv_attrs("fp32", (1, 1), (1, 1), (0, 0, 0, 0)))
+    graph, inputs = b.op("conv2d_grad_input", b.grad_outputs("dx", (n, h, w, c)),
+                         tc._conv_attrs(mode, (1, 1), (1, 1), (0, 0, 0, 0)))
+    if mode == "int8" and rng.random() < 0.4:                # weights training changes
+        graph.metadata[MUTABLE] = ["w"]
+    return graph, inputs
 
 
 def _conv_grad_input(rng: Rng) -> tc.Case:
-    """Pointwise (the fast path) or k x k with strides, padding and dilation, one group."""
+    """Pointwise (the fast paths, fp32 and int8) or k x k with strides, padding and dilation,
+    one group."""
+    if rng.random() < 0.3:
+        return _pointwise_grad_input(rng, "int8")
     if rng.random() < 0.5:
         return _pointwise_grad_input(rng)
     b = tc._Builder("fp32")

@@ -394,6 +394,43 @@ PE_ARM_KERNEL void pe_arm_conv_s8(const pe_context *ctx, const int8_t *input,
         PE_ARM_W16_STORE                                                              \
         "add sp, sp, #32\n\t"                                                         \
         PE_ARM_PAIR_OPERANDS)
+/* the raw form (pe_arm_raw_pairs): the stream has four zero words and the weights per pair of
+ * channels as int8, both rows' four bytes per group (8 bytes), expanded with SXTB16 in the loop
+ * (st, free once the frame is copied, is the spare register); no requantization: the four
+ * int32 sums are stored as they are */
+#define PE_ARM_RAW_GROUP                                 \
+    PE_ARM_COLS                                          \
+    "ldrd %[t0], %[t1], [%[wp]], #8\n\t"                 \
+    "sxtb16 %[st], %[t0]\n\t"                            \
+    "sxtb16 %[t0], %[t0], ror #8\n\t"                    \
+    "smlad %[a0], %[x0], %[st], %[a0]\n\t"               \
+    "smlad %[a0], %[x1], %[t0], %[a0]\n\t"               \
+    "smlad %[b0], %[x2], %[st], %[b0]\n\t"               \
+    "smlad %[b0], %[x3], %[t0], %[b0]\n\t"               \
+    "sxtb16 %[st], %[t1]\n\t"                            \
+    "sxtb16 %[t1], %[t1], ror #8\n\t"                    \
+    "smlad %[a1], %[x0], %[st], %[a1]\n\t"               \
+    "smlad %[a1], %[x1], %[t1], %[a1]\n\t"               \
+    "smlad %[b1], %[x2], %[st], %[b1]\n\t"               \
+    "smlad %[b1], %[x3], %[t1], %[b1]\n\t"
+#define PE_ARM_RAW_ASM                                                                \
+    __asm__ volatile(                                                                 \
+        "sub sp, sp, #24\n\t"                                                         \
+        PE_ARM_PAIR_FRAME                                                             \
+        PE_ARM_FAST_BIAS                                                              \
+        "ldrd %[xp], %[xe], [sp]\n\t"                                                 \
+        "3:\n\t" PE_ARM_RAW_GROUP PE_ARM_RAW_GROUP                                    \
+        "cmp %[xp], %[xe]\n\t"                                                        \
+        "bne 3b\n\t"                                                                  \
+        "ldrd %[xp], %[xe], [sp, #8]\n\t"                                             \
+        "stm %[xp]!, {r0, r1}\n\t"                                                    \
+        "stm %[xe]!, {r2, r3}\n\t"                                                    \
+        "strd %[xp], %[xe], [sp, #8]\n\t"                                             \
+        "ldr %[xe], [sp, #16]\n\t"                                                    \
+        "cmp %[wp], %[xe]\n\t"                                                        \
+        "bne 2b\n\t"                                                                  \
+        "add sp, sp, #24\n\t"                                                         \
+        PE_ARM_PAIR_OPERANDS)
 #endif
 
 /* The outputs of one pair of pixels (columns 0 and 1 of `cols`, `groups` groups of four values,
@@ -456,6 +493,56 @@ PE_ARM_INLINE void pe_arm_w16_pairs(const int16_t *cols, int32_t groups, const i
             ob[2 * p + j] = pe_arm_clamp8(pe_arm_requant_mode(acc[2 + j], rq + 3 * j, mode), 0, -128,
                                           127);
         }
+    }
+#endif
+}
+
+/* The int32 sums of the pair loop over a raw stream (four zero words, then the weights of each
+ * pair of channels as int8: per group of four values row 0's four bytes, then row 1's; groups
+ * padded with zeros to an even count; no requantization), stored as they are: oa[c], ob[c]
+ * for the pixels of columns 0 and 1 (the int8 backward's input gradients rescale them). */
+PE_ARM_INLINE void pe_arm_raw_pairs(const int16_t *cols, int32_t groups, const int32_t *s,
+                                    int32_t *oa, int32_t *ob, int32_t pairs)
+{
+    const int32_t per_pair = 4 + 2 * groups;
+#if PE_ARM_DSP
+    uintptr_t frame[6];
+    const int32_t *const w = s;
+    frame[0] = (uintptr_t)cols;
+    frame[1] = (uintptr_t)(cols + 8 * groups);
+    frame[2] = (uintptr_t)oa;
+    frame[3] = (uintptr_t)ob;
+    frame[4] = (uintptr_t)(s + pairs * per_pair);
+    frame[5] = 0u;
+    if (pairs > 0) {
+        PE_ARM_PAIR_REGS;
+        PE_ARM_RAW_ASM;
+        PE_ARM_PAIR_UNUSED;
+    }
+#else
+    int32_t p, g, j;
+    for (p = 0; p < pairs; ++p, s += per_pair) {
+        const int8_t *w = (const int8_t *)(const void *)(s + 4);
+        int32_t acc[4];                                   /* a0, a1, b0, b1 */
+        acc[0] = s[0];
+        acc[1] = s[1];
+        acc[2] = s[2];
+        acc[3] = s[3];
+        for (g = 0; g < groups; ++g, w += 8) {
+            const int16_t *x = cols + 8 * g;
+            const uint32_t xa0 = pe_arm_ld32(x), xa1 = pe_arm_ld32(x + 2);
+            const uint32_t xb0 = pe_arm_ld32(x + 4), xb1 = pe_arm_ld32(x + 6);
+            for (j = 0; j < 2; ++j) {
+                const uint32_t u = pe_arm_ld32(w + 4 * j);
+                const uint32_t lo = pe_arm_sxtb16(u), hi = pe_arm_sxtb16_ror8(u);
+                acc[j] = pe_arm_smlad(xa1, hi, pe_arm_smlad(xa0, lo, acc[j]));
+                acc[2 + j] = pe_arm_smlad(xb1, hi, pe_arm_smlad(xb0, lo, acc[2 + j]));
+            }
+        }
+        oa[2 * p] = acc[0];
+        oa[2 * p + 1] = acc[1];
+        ob[2 * p] = acc[2];
+        ob[2 * p + 1] = acc[3];
     }
 #endif
 }
