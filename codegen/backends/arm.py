@@ -31,7 +31,11 @@ What each kernel takes (others decline):
   input gradients (multiplier 1, dilation 1), average-pooling gradients of windows that do not
   overlap — the same float32 sums in the same order as ref, with eight-wide VLDM + VMLA loops
   on FPU cores;
-- act_mask (training graphs, either backward mode): eight values per step with SSUB8/SEL.
+- act_mask (training graphs, either backward mode): eight values per step with SSUB8/SEL;
+- int8 backward (``pe_grad_s8_arm.c``): pointwise input gradients over the forward's pair loop
+  (the transposed weights as an int8 stream), depthwise input gradients (multiplier 1,
+  dilation 1) and pointwise weight gradients, integer sums in the order the loops read fastest
+  (exact in any order).
 """
 
 from __future__ import annotations
@@ -643,13 +647,48 @@ def _conv_grad_input(graph: Graph, op: Op, batch: int, target: Target) -> Kernel
     return _grad_input(graph, op, batch, target) or _grad_input_s8(graph, op, batch, target)
 
 
+def _dw_grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    """The int8 backward's depthwise input gradient (multiplier 1, dilation 1): scattered
+    into int32 sums (scratch: one per dx value, and an int16 row of prescaled dy)."""
+    ref = train_kernel_call(graph, op, batch)
+    if ref.kernel != "pe_depthwise_conv2d_grad_input_s8":
+        return None
+    p, dx = _struct(ref, "params"), _struct(ref, "dx_dims")
+    if int(p["ch_mult"]) != 1 or _tile(p["dilation"]) != (1, 1):
+        return None
+    total = int(dx["n"]) * int(dx["h"]) * int(dx["w"]) * int(dx["c"])
+    return replace(ref, kernel=ref.kernel + SUFFIX,
+                   scratch_bytes=total * 4 + ((int(dx["c"]) * 2 + 3) & ~3))
+
+
+def _depthwise_grad_input(graph: Graph, op: Op, batch: int, target: Target
+                          ) -> KernelCall | None:
+    return _dw_grad_input(graph, op, batch, target) or \
+        _dw_grad_input_s8(graph, op, batch, target)
+
+
+def _grad_weight_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    """The int8 backward's pointwise weight gradient over the trained channels, accumulated in
+    dw position by position (scratch: an int16 row of x + offset)."""
+    ref = train_kernel_call(graph, op, batch)
+    if ref.kernel != "pe_conv2d_grad_weight_s8" or not _pointwise(ref, "dw_dims") or \
+            int(_struct(ref, "dw_dims")["c"]) != int(_struct(ref, "x_dims")["c"]):
+        return None
+    return replace(ref, kernel=ref.kernel + SUFFIX,
+                   scratch_bytes=(int(_struct(ref, "x_dims")["c"]) * 2 + 3) & ~3)
+
+
+def _conv_grad_weight(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    return _grad_weight(graph, op, batch, target) or _grad_weight_s8(graph, op, batch, target)
+
+
 TRAIN_BUILDERS: dict[str, Builder] = {
     "act_mask": _act_mask,
     "conv2d_grad_input": _conv_grad_input,
     "fully_connected_grad_input": _grad_input,
-    "conv2d_grad_weight": _grad_weight,
+    "conv2d_grad_weight": _conv_grad_weight,
     "fully_connected_grad_weight": _grad_weight,
-    "depthwise_conv2d_grad_input": _dw_grad_input,
+    "depthwise_conv2d_grad_input": _depthwise_grad_input,
     "avg_pool2d_grad": _avg_pool_grad,
 }
 

@@ -67,6 +67,19 @@ void pe_conv2d_grad_input_s8_arm(const pe_context *ctx, const pe_conv_grad_param
                                  const int8_t *filter, const pe_dims *dx_dims, int8_t *dx,
                                  int32_t *dx_exp);
 
+void pe_depthwise_conv2d_grad_input_s8_arm(const pe_context *ctx,
+                                           const pe_dw_conv_grad_params *params,
+                                           const pe_grad_input_quant *quant,
+                                           const pe_dims *dy_dims, const int8_t *dy,
+                                           const int32_t *dy_exp, const pe_dims *filter_dims,
+                                           const int8_t *filter, const pe_dims *dx_dims,
+                                           int8_t *dx, int32_t *dx_exp);
+void pe_conv2d_grad_weight_s8_arm(const pe_context *ctx, const pe_conv_grad_weight_params *params,
+                                  const int32_t *channels, const pe_dims *x_dims,
+                                  const int8_t *x, const pe_dims *dy_dims, const int8_t *dy,
+                                  const int32_t *dy_exp, const pe_dims *dw_dims, int32_t *dw,
+                                  int32_t *dw_exp);
+
 /* fp32 backward (pe_train_f32_arm.c): pe_train_kernels.h's signatures. Pointwise conv and FC
  * input / weight gradients, depthwise input gradients (multiplier 1, dilation 1), average-
  * pooling gradients of windows that do not overlap. */

@@ -1,5 +1,5 @@
 """Random backward cases for the arm backend's training kernels (fp32; int8 for the pointwise
-input gradient and the activation masks): the general cases of
+input and weight gradients, the depthwise input gradient and the activation masks): the general cases of
 tests/kernels/train_cases.py (most of which arm declines to ref) plus cases aimed at what it
 takes: pointwise convs and FC layers wide enough for several blocks of eight input channels and
 of 64 output channels, with and without channel subsets, many positions (blocks of four) and
@@ -62,17 +62,23 @@ def _conv_grad_input(rng: Rng) -> tc.Case:
                 tc._conv_attrs("fp32", stride, dil, pad))
 
 
-def _pointwise_grad_weight(rng: Rng) -> tc.Case:
-    b = tc._Builder("fp32")
+def _pointwise_grad_weight(rng: Rng, mode: str = "fp32") -> tc.Case:
+    b = tc._Builder(mode)
     n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 7)), int(rng.integers(1, 7))
     c, o = int(rng.integers(1, 40)), int(rng.integers(1, 40))
     b.add_input("x", (n, h, w, c), "int8", tc._int8(rng, (n, h, w, c)), tc._act_q(rng))
     b.grad_input(rng, "dy", (n, h, w, o))
     ch = tc._channels(rng, o)
     k = o if ch is None else len(ch)
-    attrs = tc._conv_attrs("fp32", (1, 1), (1, 1), (0, 0, 0, 0))
+    attrs = tc._conv_attrs(mode, (1, 1), (1, 1), (0, 0, 0, 0))
     attrs["channels"] = ch
-    return b.op("conv2d_grad_weight", b.grad_outputs("dw", (k, 1, 1, c)), attrs)
+    return b.op("conv2d_grad_weight",
+                b.grad_outputs("dw", (k, 1, 1, c), "int32" if b.int8 else None), attrs)
+
+
+def _grad_weight(rng: Rng) -> tc.Case:
+    """Pointwise weight gradients, fp32 or int8 (channel subsets or all)."""
+    return _pointwise_grad_weight(rng, "int8" if rng.random() < 0.35 else "fp32")
 
 
 def _fc_grad_input(rng: Rng) -> tc.Case:
@@ -101,7 +107,9 @@ def _fc_grad_weight(rng: Rng) -> tc.Case:
 
 
 def _dw_grad_input(rng: Rng) -> tc.Case:
-    b = tc._Builder("fp32")
+    """fp32 or int8 (a third), every stride and padding."""
+    mode = "int8" if rng.random() < 0.35 else "fp32"
+    b = tc._Builder(mode)
     n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 9)), int(rng.integers(1, 9))
     c = int(rng.choice([1, 3, 8, 9, 16, 21]))
     kh, kw = int(rng.choice([1, 3, 3, 5, 7])), int(rng.choice([1, 3, 3, 5]))
@@ -124,7 +132,7 @@ def _dw_grad_input(rng: Rng) -> tc.Case:
     b.add_input("w", (1, kh, kw, c), "int8",
                 rng.integers(-127, 128, (1, kh, kw, c)).astype(np.int8), wq, Role.WEIGHT,
                 const=True)
-    attrs = tc._conv_attrs("fp32", stride, (1, 1), pad)
+    attrs = tc._conv_attrs(mode, stride, (1, 1), pad)
     attrs["depth_multiplier"] = 1
     return b.op("depthwise_conv2d_grad_input", b.grad_outputs("dx", (n, h, w, c)), attrs)
 
@@ -162,7 +170,7 @@ def _act_mask(rng: Rng) -> tc.Case:
 FAMILIES: dict[str, Callable[[Rng], tc.Case]] = {
     "act_mask": _act_mask,
     "conv2d_grad_input": _conv_grad_input,
-    "conv2d_grad_weight": _pointwise_grad_weight,
+    "conv2d_grad_weight": _grad_weight,
     "fully_connected_grad_input": _fc_grad_input,
     "fully_connected_grad_weight": _fc_grad_weight,
     "depthwise_conv2d_grad_input": _dw_grad_input,

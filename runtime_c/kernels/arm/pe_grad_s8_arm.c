@@ -1,4 +1,8 @@
-/* pe_conv2d_grad_input_s8_arm - the int8 backward's input gradient of a pointwise convolution
+/* The int8 backward's kernels of the arm backend, bit-exact with pe_conv2d_grad_s8.c
+ * (codegen/golden/train_conv.py *_i8). Integer sums are exact in any order, so each kernel
+ * sums in the order its loop reads fastest.
+ *
+ * pe_conv2d_grad_input_s8_arm - the input gradient of a pointwise convolution
  * (1x1, stride 1, no padding, one group, an even number of input channels), bit-exact with
  * pe_conv2d_grad_s8.c (codegen/golden/train_conv.py conv2d_grad_input_i8):
  *
@@ -88,4 +92,125 @@ void pe_conv2d_grad_input_s8_arm(const pe_context *ctx, const pe_conv_grad_param
         dx[i] = pe_rescale_value(acc[i], quant->output_multiplier, &plan);
     }
     *dx_exp = pe_rescale_exponent(*dy_exp - quant->prescale_shift, quant->output_shift, &plan);
+}
+
+/* the prescaled gradients of one position (`count` values): dys[o] = MBQM(dy[o] << b, M_o, k_o) */
+static void pe_arm_prescale_row(int16_t *dys, const int8_t *dy, int32_t count,
+                                const pe_grad_input_quant *quant)
+{
+    int32_t o;
+    for (o = 0; o < count; ++o) {
+        dys[o] = (int16_t)pe_multiply_by_quantized_multiplier(
+            (int32_t)dy[o] * (1 << quant->prescale_shift), quant->multiplier[o],
+            quant->shift[o]);
+    }
+}
+
+/* the int32 sums of an input gradient, their range, the rescale into dx and its exponent */
+static void pe_arm_rescale_sums(const int32_t *acc, int32_t total,
+                                const pe_grad_input_quant *quant, int32_t dy_exp, int8_t *dx,
+                                int32_t *dx_exp)
+{
+    pe_range range = pe_range_zero();
+    pe_rescale_plan plan;
+    int32_t i;
+    for (i = 0; i < total; ++i) {
+        pe_range_add(&range, acc[i]);
+    }
+    plan = pe_rescale_plan_make(&range, quant->output_multiplier);
+    for (i = 0; i < total; ++i) {
+        dx[i] = pe_rescale_value(acc[i], quant->output_multiplier, &plan);
+    }
+    *dx_exp = pe_rescale_exponent(dy_exp - quant->prescale_shift, quant->output_shift, &plan);
+}
+
+/* pe_depthwise_conv2d_grad_input_s8_arm - the input gradient of a depthwise convolution (depth
+ * multiplier 1, dilation 1, any window, stride and padding), scattered: each dy position's
+ * prescaled row (one int16 per channel) times each tap's weight row is added to the int32 sums
+ * of the input position the tap reads, the channels innermost (every row contiguous).
+ * Scratch: N * H * W * C int32 (the sums) and C int16. */
+void pe_depthwise_conv2d_grad_input_s8_arm(const pe_context *ctx,
+                                           const pe_dw_conv_grad_params *params,
+                                           const pe_grad_input_quant *quant,
+                                           const pe_dims *dy_dims, const int8_t *dy,
+                                           const int32_t *dy_exp, const pe_dims *filter_dims,
+                                           const int8_t *filter, const pe_dims *dx_dims,
+                                           int8_t *dx, int32_t *dx_exp)
+{
+    const int32_t c_n = dx_dims->c, in_h = dx_dims->h, in_w = dx_dims->w;
+    const int32_t k_h = filter_dims->h, k_w = filter_dims->w;
+    const int32_t total = dx_dims->n * in_h * in_w * c_n;
+    int32_t *const acc = (int32_t *)ctx->buf;
+    int16_t *const dys = (int16_t *)(void *)(acc + total);
+    int32_t n, oy, ox, ky, kx, c, i;
+    for (i = 0; i < total; ++i) {
+        acc[i] = 0;
+    }
+    for (n = 0; n < dy_dims->n; ++n) {
+        for (oy = 0; oy < dy_dims->h; ++oy) {
+            for (ox = 0; ox < dy_dims->w; ++ox) {
+                pe_arm_prescale_row(dys, dy + ((n * dy_dims->h + oy) * dy_dims->w + ox) * c_n,
+                                    c_n, quant);
+                for (ky = 0; ky < k_h; ++ky) {
+                    const int32_t iy = oy * params->stride.h - params->padding.h + ky;
+                    if (iy < 0 || iy >= in_h) {
+                        continue;
+                    }
+                    for (kx = 0; kx < k_w; ++kx) {
+                        const int32_t ix = ox * params->stride.w - params->padding.w + kx;
+                        int32_t *a;
+                        const int8_t *w;
+                        if (ix < 0 || ix >= in_w) {
+                            continue;
+                        }
+                        a = acc + ((n * in_h + iy) * in_w + ix) * c_n;
+                        w = filter + (ky * k_w + kx) * c_n;
+                        for (c = 0; c < c_n; ++c) {
+                            a[c] = pe_s32_from_u32((uint32_t)a[c]
+                                                   + (uint32_t)((int32_t)dys[c] * w[c]));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    pe_arm_rescale_sums(acc, total, quant, *dy_exp, dx, dx_exp);
+}
+
+/* pe_conv2d_grad_weight_s8_arm - the weight gradient of a pointwise convolution (1x1, stride
+ * 1, no padding, one group) over the trained channels: dw[j, c] = sum over positions p of
+ * dy[p, o_j] * (x[p, c] + input_offset), int32 with the exponent of dy, accumulated in dw
+ * itself position by position (each x row offset once into an int16 row of the scratch).
+ * Scratch: C int16. */
+void pe_conv2d_grad_weight_s8_arm(const pe_context *ctx, const pe_conv_grad_weight_params *params,
+                                  const int32_t *channels, const pe_dims *x_dims,
+                                  const int8_t *x, const pe_dims *dy_dims, const int8_t *dy,
+                                  const int32_t *dy_exp, const pe_dims *dw_dims, int32_t *dw,
+                                  int32_t *dw_exp)
+{
+    const int32_t c_n = x_dims->c, o_n = dy_dims->c, count = dw_dims->n;
+    const int32_t positions = x_dims->n * x_dims->h * x_dims->w;
+    int16_t *const xr = (int16_t *)ctx->buf;
+    int32_t p, j, c;
+    for (j = 0; j < count * c_n; ++j) {
+        dw[j] = 0;
+    }
+    for (p = 0; p < positions; ++p) {
+        const int8_t *xp = x + p * c_n;
+        const int8_t *g = dy + p * o_n;
+        for (c = 0; c < c_n; ++c) {
+            xr[c] = (int16_t)(xp[c] + params->input_offset);
+        }
+        for (j = 0; j < count; ++j) {
+            const int32_t d = g[channels != 0 ? channels[j] : j];
+            int32_t *row = dw + j * c_n;
+            if (d == 0) {
+                continue;
+            }
+            for (c = 0; c < c_n; ++c) {
+                row[c] += d * xr[c];
+            }
+        }
+    }
+    *dw_exp = *dy_exp;
 }
