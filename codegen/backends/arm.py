@@ -658,7 +658,7 @@ def _dw_grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> Kerne
         return None
     total = int(dx["n"]) * int(dx["h"]) * int(dx["w"]) * int(dx["c"])
     return replace(ref, kernel=ref.kernel + SUFFIX,
-                   scratch_bytes=total * 4 + ((int(dx["c"]) * 2 + 3) & ~3))
+                   scratch_bytes=total * 4 + ((int(dx["c"]) + 3) & ~3) * 2)
 
 
 def _depthwise_grad_input(graph: Graph, op: Op, batch: int, target: Target

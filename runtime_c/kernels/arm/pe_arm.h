@@ -106,6 +106,7 @@ static inline uint32_t pe_arm_sxtb16_ror8(uint32_t x)
 #define pe_arm_smlad(a, b, acc) ((int32_t)__smlad((int32_t)(a), (int32_t)(b), (int32_t)(acc)))
 #define pe_arm_smlabb(a, b, acc) ((int32_t)__smlabb((int32_t)(a), (int32_t)(b), (int32_t)(acc)))
 #define pe_arm_smlatb(a, b, acc) ((int32_t)__smlatb((int32_t)(a), (int32_t)(b), (int32_t)(acc)))
+#define pe_arm_smlatt(a, b, acc) ((int32_t)__smlatt((int32_t)(a), (int32_t)(b), (int32_t)(acc)))
 
 /* (hi:lo) += a * b, signed 64-bit (one SMLAL). */
 #define PE_ARM_SMLAL(lo, hi, a, b) \
@@ -142,6 +143,11 @@ static inline int32_t pe_arm_smlabb(uint32_t a, uint32_t b, int32_t acc)
 static inline int32_t pe_arm_smlatb(uint32_t a, uint32_t b, int32_t acc)
 {
     return pe_s32_from_u32((uint32_t)acc + (uint32_t)(pe_arm_hi16(a) * pe_arm_lo16(b)));
+}
+
+static inline int32_t pe_arm_smlatt(uint32_t a, uint32_t b, int32_t acc)
+{
+    return pe_s32_from_u32((uint32_t)acc + (uint32_t)(pe_arm_hi16(a) * pe_arm_hi16(b)));
 }
 
 #define PE_ARM_SMLAL(lo, hi, a, b)                                                          \

@@ -94,13 +94,14 @@ void pe_conv2d_grad_input_s8_arm(const pe_context *ctx, const pe_conv_grad_param
     *dx_exp = pe_rescale_exponent(*dy_exp - quant->prescale_shift, quant->output_shift, &plan);
 }
 
-/* the prescaled gradients of one position (`count` values): dys[o] = MBQM(dy[o] << b, M_o, k_o) */
+/* the prescaled gradients of one position (`count` values): dys[o] = MBQM(dy[o] << b, M_o, k_o),
+ * at o or (slots) at pe_arm_slot(o), the order of SXTB16's pairs */
 static void pe_arm_prescale_row(int16_t *dys, const int8_t *dy, int32_t count,
-                                const pe_grad_input_quant *quant)
+                                const pe_grad_input_quant *quant, int32_t slots)
 {
     int32_t o;
     for (o = 0; o < count; ++o) {
-        dys[o] = (int16_t)pe_multiply_by_quantized_multiplier(
+        dys[slots ? pe_arm_slot(o) : o] = (int16_t)pe_multiply_by_quantized_multiplier(
             (int32_t)dy[o] * (1 << quant->prescale_shift), quant->multiplier[o],
             quant->shift[o]);
     }
@@ -126,9 +127,9 @@ static void pe_arm_rescale_sums(const int32_t *acc, int32_t total,
 
 /* pe_depthwise_conv2d_grad_input_s8_arm - the input gradient of a depthwise convolution (depth
  * multiplier 1, dilation 1, any window, stride and padding), scattered: each dy position's
- * prescaled row (one int16 per channel) times each tap's weight row is added to the int32 sums
- * of the input position the tap reads, the channels innermost (every row contiguous).
- * Scratch: N * H * W * C int32 (the sums) and C int16. */
+ * prescaled row (one int16 per channel, in SXTB16's pair order) times each tap's weight row is
+ * added to the int32 sums of the input position the tap reads, four channels a step (SMLABB,
+ * SMLATT). Scratch: N * H * W * C int32 (the sums) and C int16 rounded up to 4. */
 void pe_depthwise_conv2d_grad_input_s8_arm(const pe_context *ctx,
                                            const pe_dw_conv_grad_params *params,
                                            const pe_grad_input_quant *quant,
@@ -150,7 +151,7 @@ void pe_depthwise_conv2d_grad_input_s8_arm(const pe_context *ctx,
         for (oy = 0; oy < dy_dims->h; ++oy) {
             for (ox = 0; ox < dy_dims->w; ++ox) {
                 pe_arm_prescale_row(dys, dy + ((n * dy_dims->h + oy) * dy_dims->w + ox) * c_n,
-                                    c_n, quant);
+                                    c_n, quant, 1);
                 for (ky = 0; ky < k_h; ++ky) {
                     const int32_t iy = oy * params->stride.h - params->padding.h + ky;
                     if (iy < 0 || iy >= in_h) {
@@ -165,9 +166,21 @@ void pe_depthwise_conv2d_grad_input_s8_arm(const pe_context *ctx,
                         }
                         a = acc + ((n * in_h + iy) * in_w + ix) * c_n;
                         w = filter + (ky * k_w + kx) * c_n;
-                        for (c = 0; c < c_n; ++c) {
+                        /* four channels a step: the weights' SXTB16 pairs (c, c+2), (c+1,
+                         * c+3) against the prescaled row in the same order */
+                        for (c = 0; c + 4 <= c_n; c += 4) {
+                            const uint32_t u = pe_arm_ld32(w + c);
+                            const uint32_t e0 = pe_arm_sxtb16(u), e1 = pe_arm_sxtb16_ror8(u);
+                            const uint32_t d0 = pe_arm_ld32(dys + c), d1 = pe_arm_ld32(dys + c + 2);
+                            a[c] = pe_arm_smlabb(d0, e0, a[c]);
+                            a[c + 2] = pe_arm_smlatt(d0, e0, a[c + 2]);
+                            a[c + 1] = pe_arm_smlabb(d1, e1, a[c + 1]);
+                            a[c + 3] = pe_arm_smlatt(d1, e1, a[c + 3]);
+                        }
+                        for (; c < c_n; ++c) {
                             a[c] = pe_s32_from_u32((uint32_t)a[c]
-                                                   + (uint32_t)((int32_t)dys[c] * w[c]));
+                                                   + (uint32_t)((int32_t)dys[pe_arm_slot(c)]
+                                                                * w[c]));
                         }
                     }
                 }
