@@ -639,8 +639,31 @@ def _grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCa
     else:
         stream = ArrayArg(int32_array("stream", raw_stream(
             np.asarray(w.data, np.int8).reshape(o_n, c_n).T)))
+    args = _insert_after(ref.args, "quant", ("stream", stream))
     return replace(ref, kernel=ref.kernel + SUFFIX, scratch_bytes=scratch,
-                   args=_insert_after(ref.args, "quant", ("stream", stream)))
+                   args=_insert_after(args, "stream", ("pre", _prescale_arg(ref))))
+
+
+def prescale_words(multiplier: np.ndarray, shift: np.ndarray, b: int) -> np.ndarray | None:
+    """pe_grad_s8_arm.c's words {m, c, e, s} per output channel of an int8 input gradient's
+    prescale MBQM(dy << b, M_o, k_o): e = max(-k, 0), c = 2^(e-1) (0 for e = 0), s = b +
+    max(k, 0) + 1; None when some channel is outside that form (k > 1, e > 30, m outside
+    [0, 2^31))."""
+    m = np.asarray(multiplier, np.int64).reshape(-1)
+    k = np.asarray(shift, np.int64).reshape(-1)
+    if m.size == 0 or np.any(k > 1) or np.any(-k > 30) or np.any(m < 0) or \
+            np.any(m >= 1 << 31):
+        return None
+    e = np.maximum(-k, 0)
+    c = np.where(e > 0, np.left_shift(np.int64(1), np.maximum(e - 1, 0)), 0)
+    s = int(b) + np.maximum(k, 0) + 1
+    return np.stack([m, c, e, s], axis=1).reshape(-1)
+
+
+def _prescale_arg(ref: KernelCall) -> Arg:
+    q = _struct(ref, "quant")
+    words = prescale_words(q["multiplier"].values, q["shift"].values, int(q["prescale_shift"]))
+    return NullArg("const int32_t *") if words is None else ArrayArg(int32_array("pre", words))
 
 
 def _conv_grad_input(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
@@ -658,7 +681,8 @@ def _dw_grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> Kerne
         return None
     total = int(dx["n"]) * int(dx["h"]) * int(dx["w"]) * int(dx["c"])
     return replace(ref, kernel=ref.kernel + SUFFIX,
-                   scratch_bytes=total * 4 + ((int(dx["c"]) + 3) & ~3) * 2)
+                   scratch_bytes=total * 4 + ((int(dx["c"]) + 3) & ~3) * 2,
+                   args=_insert_after(ref.args, "quant", ("pre", _prescale_arg(ref))))
 
 
 def _depthwise_grad_input(graph: Graph, op: Op, batch: int, target: Target

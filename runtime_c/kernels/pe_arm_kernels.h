@@ -62,6 +62,7 @@ void pe_act_mask_s8_arm(const pe_activation *params, int32_t size, const int8_t 
  * convolutions with an even number of input channels. */
 void pe_conv2d_grad_input_s8_arm(const pe_context *ctx, const pe_conv_grad_params *params,
                                  const pe_grad_input_quant *quant, const int32_t *stream,
+                                 const int32_t *pre,
                                  const pe_dims *dy_dims, const int8_t *dy,
                                  const int32_t *dy_exp, const pe_dims *filter_dims,
                                  const int8_t *filter, const pe_dims *dx_dims, int8_t *dx,
@@ -70,10 +71,10 @@ void pe_conv2d_grad_input_s8_arm(const pe_context *ctx, const pe_conv_grad_param
 void pe_depthwise_conv2d_grad_input_s8_arm(const pe_context *ctx,
                                            const pe_dw_conv_grad_params *params,
                                            const pe_grad_input_quant *quant,
-                                           const pe_dims *dy_dims, const int8_t *dy,
-                                           const int32_t *dy_exp, const pe_dims *filter_dims,
-                                           const int8_t *filter, const pe_dims *dx_dims,
-                                           int8_t *dx, int32_t *dx_exp);
+                                           const int32_t *pre, const pe_dims *dy_dims,
+                                           const int8_t *dy, const int32_t *dy_exp,
+                                           const pe_dims *filter_dims, const int8_t *filter,
+                                           const pe_dims *dx_dims, int8_t *dx, int32_t *dx_exp);
 void pe_conv2d_grad_weight_s8_arm(const pe_context *ctx, const pe_conv_grad_weight_params *params,
                                   const int32_t *channels, const pe_dims *x_dims,
                                   const int8_t *x, const pe_dims *dy_dims, const int8_t *dy,

@@ -17,14 +17,81 @@
  * Scratch: two int16 columns of the output channels rounded up to a multiple of 8, then
  * (N * H * W + 1) * C int32 (a spare row for the partner of a last unpaired position), and
  * when `stream` is NULL (weights that training changes) the stream built at run time: C / 2
- * times (16 + 2 * that rounded count) bytes.
+ * times (16 + 2 * that rounded count) bytes. `pre`: the prescale's words per output channel
+ * (pe_arm_prescale), or NULL for pe_requant.h's MBQM.
  */
 #include "pe_arm_conv.h"
 #include "pe_arm_kernels.h"
 #include "pe_grad_fixed.h"
 
+/* One prescaled gradient MBQM(dy << b, M_o, k_o) from the four words codegen/backends/arm.py
+ * computes per channel (`pre`: m, c, e, s): with x = dy << (b + max(k, 0)) (|x| < 2^17) the
+ * double rounding is exactly SMMLAR(x << 1, m, c) >> e, c = 2^(e-1) (0 for e = 0) one less
+ * for a negative x when e > 0 (pe_arm.h's fast form; e = max(-k, 0), s = b + max(k, 0) + 1). */
+static inline int32_t pe_arm_prescale(int32_t dy, const int32_t *pre)
+{
+    const int32_t x = dy * (1 << pre[3]);
+    const int32_t c = (dy < 0 && pre[2] > 0) ? pre[1] - 1 : pre[1];
+    return pe_asr_s32(pe_arm_smmlar(x, pre[0], c), pre[2]);
+}
+
+static inline int16_t pe_arm_prescale_one(int32_t dy, int32_t o, const pe_grad_input_quant *quant,
+                                          const int32_t *pre)
+{
+    if (pre != 0) {
+        return (int16_t)pe_arm_prescale(dy, pre + 4 * o);
+    }
+    return (int16_t)pe_multiply_by_quantized_multiplier(dy * (1 << quant->prescale_shift),
+                                                        quant->multiplier[o], quant->shift[o]);
+}
+
+/* the prescaled gradients of one position (`count` values), at o or (slots) at
+ * pe_arm_slot(o), the order of SXTB16's pairs */
+static void pe_arm_prescale_row(int16_t *dys, const int8_t *dy, int32_t count,
+                                const pe_grad_input_quant *quant, const int32_t *pre,
+                                int32_t slots)
+{
+    int32_t o;
+    for (o = 0; o < count; ++o) {
+        dys[slots ? pe_arm_slot(o) : o] = pe_arm_prescale_one(dy[o], o, quant, pre);
+    }
+}
+
+/* the int32 sums of an input gradient, their range, the rescale into dx and its exponent.
+ * When the largest |sum| has at most 30 bits, SRDHM(acc << l, M) is SMMULR(acc << (l + 1), M)
+ * exactly and RDBPOT(t, r) = (t + 2^(r-1) - [t < 0]) >> r; otherwise pe_grad_fixed.h's. */
+static void pe_arm_rescale_sums(const int32_t *acc, int32_t total,
+                                const pe_grad_input_quant *quant, int32_t dy_exp, int8_t *dx,
+                                int32_t *dx_exp)
+{
+    const int32_t m = quant->output_multiplier;
+    pe_range range = pe_range_zero();
+    pe_rescale_plan plan;
+    int32_t i;
+    for (i = 0; i < total; ++i) {
+        pe_range_add(&range, acc[i]);
+    }
+    plan = pe_rescale_plan_make(&range, m);
+    if (pe_bitlen_u32(pe_range_max_abs(&range)) <= 30) {
+        const int32_t l1 = plan.left + 1, r = plan.right;
+        const int32_t half = r > 0 ? 1 << (r - 1) : 0;
+        for (i = 0; i < total; ++i) {
+            const int32_t t = pe_arm_smmlar(pe_shl_wrap_s32(acc[i], l1), m, 0);
+            int32_t v = r > 0 ? pe_asr_s32(t + half - (t < 0 ? 1 : 0), r) : t;
+            v = v < -PE_GRAD_MAX ? -PE_GRAD_MAX : v;
+            dx[i] = (int8_t)(v > PE_GRAD_MAX ? PE_GRAD_MAX : v);
+        }
+    } else {
+        for (i = 0; i < total; ++i) {
+            dx[i] = pe_rescale_value(acc[i], m, &plan);
+        }
+    }
+    *dx_exp = pe_rescale_exponent(dy_exp - quant->prescale_shift, quant->output_shift, &plan);
+}
+
 void pe_conv2d_grad_input_s8_arm(const pe_context *ctx, const pe_conv_grad_params *params,
                                  const pe_grad_input_quant *quant, const int32_t *stream,
+                                 const int32_t *pre,
                                  const pe_dims *dy_dims, const int8_t *dy,
                                  const int32_t *dy_exp, const pe_dims *filter_dims,
                                  const int8_t *filter, const pe_dims *dx_dims, int8_t *dx,
@@ -37,8 +104,6 @@ void pe_conv2d_grad_input_s8_arm(const pe_context *ctx, const pe_conv_grad_param
     int16_t *const cols = (int16_t *)ctx->buf;
     int32_t *const acc = (int32_t *)(void *)(cols + 2 * k8);
     const int32_t total = positions * c_n;
-    pe_range range = pe_range_zero();
-    pe_rescale_plan plan;
     int32_t p, j, o, i;
     (void)params;
     (void)filter_dims;
@@ -75,55 +140,17 @@ void pe_conv2d_grad_input_s8_arm(const pe_context *ctx, const pe_conv_grad_param
                 continue;
             }
             for (o = 0; o < o_n; ++o) {
-                cols[pe_arm_at(pe_arm_slot(o), j)] = (int16_t)pe_multiply_by_quantized_multiplier(
-                    (int32_t)g[o] * (1 << quant->prescale_shift), quant->multiplier[o],
-                    quant->shift[o]);
+                cols[pe_arm_at(pe_arm_slot(o), j)] = pe_arm_prescale_one(g[o], o, quant, pre);
             }
         }
         /* a last unpaired position: its zero partner's sums go to the spare row */
         pe_arm_raw_pairs(cols, k8 >> 2, stream, acc + p * c_n,
                          acc + (p + 1 < positions ? p + 1 : positions) * c_n, c_n >> 1);
     }
-    for (i = 0; i < total; ++i) {
-        pe_range_add(&range, acc[i]);
-    }
-    plan = pe_rescale_plan_make(&range, quant->output_multiplier);
-    for (i = 0; i < total; ++i) {
-        dx[i] = pe_rescale_value(acc[i], quant->output_multiplier, &plan);
-    }
-    *dx_exp = pe_rescale_exponent(*dy_exp - quant->prescale_shift, quant->output_shift, &plan);
+    pe_arm_rescale_sums(acc, total, quant, *dy_exp, dx, dx_exp);
 }
 
-/* the prescaled gradients of one position (`count` values): dys[o] = MBQM(dy[o] << b, M_o, k_o),
- * at o or (slots) at pe_arm_slot(o), the order of SXTB16's pairs */
-static void pe_arm_prescale_row(int16_t *dys, const int8_t *dy, int32_t count,
-                                const pe_grad_input_quant *quant, int32_t slots)
-{
-    int32_t o;
-    for (o = 0; o < count; ++o) {
-        dys[slots ? pe_arm_slot(o) : o] = (int16_t)pe_multiply_by_quantized_multiplier(
-            (int32_t)dy[o] * (1 << quant->prescale_shift), quant->multiplier[o],
-            quant->shift[o]);
-    }
-}
 
-/* the int32 sums of an input gradient, their range, the rescale into dx and its exponent */
-static void pe_arm_rescale_sums(const int32_t *acc, int32_t total,
-                                const pe_grad_input_quant *quant, int32_t dy_exp, int8_t *dx,
-                                int32_t *dx_exp)
-{
-    pe_range range = pe_range_zero();
-    pe_rescale_plan plan;
-    int32_t i;
-    for (i = 0; i < total; ++i) {
-        pe_range_add(&range, acc[i]);
-    }
-    plan = pe_rescale_plan_make(&range, quant->output_multiplier);
-    for (i = 0; i < total; ++i) {
-        dx[i] = pe_rescale_value(acc[i], quant->output_multiplier, &plan);
-    }
-    *dx_exp = pe_rescale_exponent(dy_exp - quant->prescale_shift, quant->output_shift, &plan);
-}
 
 /* pe_depthwise_conv2d_grad_input_s8_arm - the input gradient of a depthwise convolution (depth
  * multiplier 1, dilation 1, any window, stride and padding), scattered: each dy position's
@@ -133,10 +160,10 @@ static void pe_arm_rescale_sums(const int32_t *acc, int32_t total,
 void pe_depthwise_conv2d_grad_input_s8_arm(const pe_context *ctx,
                                            const pe_dw_conv_grad_params *params,
                                            const pe_grad_input_quant *quant,
-                                           const pe_dims *dy_dims, const int8_t *dy,
-                                           const int32_t *dy_exp, const pe_dims *filter_dims,
-                                           const int8_t *filter, const pe_dims *dx_dims,
-                                           int8_t *dx, int32_t *dx_exp)
+                                           const int32_t *pre, const pe_dims *dy_dims,
+                                           const int8_t *dy, const int32_t *dy_exp,
+                                           const pe_dims *filter_dims, const int8_t *filter,
+                                           const pe_dims *dx_dims, int8_t *dx, int32_t *dx_exp)
 {
     const int32_t c_n = dx_dims->c, in_h = dx_dims->h, in_w = dx_dims->w;
     const int32_t k_h = filter_dims->h, k_w = filter_dims->w;
@@ -151,7 +178,7 @@ void pe_depthwise_conv2d_grad_input_s8_arm(const pe_context *ctx,
         for (oy = 0; oy < dy_dims->h; ++oy) {
             for (ox = 0; ox < dy_dims->w; ++ox) {
                 pe_arm_prescale_row(dys, dy + ((n * dy_dims->h + oy) * dy_dims->w + ox) * c_n,
-                                    c_n, quant, 1);
+                                    c_n, quant, pre, 1);
                 for (ky = 0; ky < k_h; ++ky) {
                     const int32_t iy = oy * params->stride.h - params->padding.h + ky;
                     if (iy < 0 || iy >= in_h) {
