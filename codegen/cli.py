@@ -78,24 +78,9 @@ def cmd_infer(args: argparse.Namespace) -> int:
     graph = _load(args.model)
     x = fit_input(graph, load_npy(args.input), args.input)
     summary: dict = {"engine": args.engine, "backend": args.backend}
-    if args.engine == "host":
-        import tempfile
-
-        from .pipeline import compile_model, run_host_infer
-
-        with tempfile.TemporaryDirectory(prefix="pockengine-infer-") as tmp:
-            proj = compile_model(graph, out_dir=Path(tmp) / "host", backend=args.backend)
-            summary["chain"] = proj.manifest.get("chain")
-            y = run_host_infer(proj, x)
-    elif args.engine == "golden":
-        from . import golden
-
-        (y,) = golden.run(graph, x)[:1]
-    else:
-        y, res, chain = _infer_on_board(graph, x, args.engine, args.timeout, args.backend,
-                                        not args.no_measure)
-        summary["chain"] = chain
-        summary["instructions"] = res.instructions
+    y, facts = _run_engine(graph, x, args.engine, args.timeout, args.backend,
+                           not args.no_measure)
+    summary.update(facts)
     _save_outputs(out, y)
     summary.update(output=str(out), shape=list(y.shape), dtype=str(y.dtype))
     if args.json:
@@ -108,6 +93,32 @@ def cmd_infer(args: argparse.Namespace) -> int:
             print(f"{ins['unit']} per inference on {args.engine} ({chain}): {ins['infer']:,}",
                   file=sys.stderr)
     return 0
+
+
+def _run_engine(graph, x, engine: str, timeout: float | None, backend: str = "auto",
+                measure: bool = True):
+    """Outputs of ``graph`` on ``x`` with an engine (golden, host or a board; what ``infer``
+    and ``validate`` run) and what the run tells besides: the backend chain, and on a board
+    the instructions it counted."""
+    facts: dict = {}
+    if engine == "host":
+        import tempfile
+
+        from .pipeline import compile_model, run_host_infer
+
+        with tempfile.TemporaryDirectory(prefix="pockengine-infer-") as tmp:
+            proj = compile_model(graph, out_dir=Path(tmp) / "host", backend=backend)
+            facts["chain"] = proj.manifest.get("chain")
+            y = run_host_infer(proj, x)
+    elif engine == "golden":
+        from . import golden
+
+        (y,) = golden.run(graph, x)[:1]
+    else:
+        y, res, chain = _infer_on_board(graph, x, engine, timeout, backend, measure)
+        facts["chain"] = chain
+        facts["instructions"] = res.instructions
+    return y, facts
 
 
 def _save_outputs(out: Path, y) -> None:
@@ -157,6 +168,72 @@ def _infer_on_board(graph, x, engine: str, timeout: float | None, backend: str =
     return y, res, proj.manifest.get("chain")
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    """The golden model and an engine on the same inputs: bit-exact? Exit 0 when they agree
+    bit for bit, 1 when they do not (2: bad input)."""
+    from .validate import compare, format_validation, random_inputs
+
+    if args.engine == "golden":
+        raise PockError("--engine golden: validate compares an engine with the golden model; "
+                        "choose host or a board (pockengine boards)")
+    if args.engine != "host":
+        from .fit import _engine_board
+
+        try:
+            board = _engine_board(args.engine)
+        except PockError as e:          # golden is no choice here
+            raise PockError(str(e).replace("choose from golden, ", "choose from ")) from None
+        if board is None:
+            raise PockError(f"engine {args.engine!r} is not available for validate (use host "
+                            "or a device board)")
+    if args.samples < 1:
+        raise PockError(f"--samples {args.samples}: give at least 1 sample")
+    graph = _load(args.model)
+    if args.input:
+        from .data import fit_input, load_npy
+
+        x = fit_input(graph, load_npy(args.input), args.input)
+        if len(x) == 0:
+            raise PockError(f"{args.input}: no samples (axis 0 is empty)")
+    else:
+        x = random_inputs(graph, args.samples, args.seed)
+    from . import golden
+
+    (ref,) = golden.run(graph, x)[:1]
+    y, facts = _run_engine(graph, x, args.engine, args.timeout, args.backend,
+                           not args.no_measure)
+    result = {"model": graph.name, "engine": args.engine, "backend": args.backend,
+              "chain": facts.get("chain"), "input": args.input,
+              "seed": None if args.input else args.seed} | compare(ref, y)
+    if facts.get("instructions"):
+        result["instructions"] = facts["instructions"]
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(format_validation(result))
+    return 0 if result["bit_exact"] else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .render.output import open_project
+    from .report import write_report
+
+    out = Path(args.output)
+    open_project(args.dir)                      # a project first: its error before the file's
+    _refuse_overwrite(out, args.force)
+    result = write_report(args.dir, out)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    what = ", ".join(w for w, ok in (("memory plan", result["plan"]),
+                                      ("run", result["run"])) if ok)
+    print(f"wrote {out}: {plural(result['ops'], 'kernel call')}"
+          + (f", {what}" if what else ""), file=sys.stderr)
+    for note in result["notes"]:
+        print(f"  note: {note}", file=sys.stderr)
+    return 0
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -168,17 +245,26 @@ def cmd_fit(args: argparse.Namespace) -> int:
         _refuse_overwrite(out, args.force)
     calib = load_npz(args.calib)[0] if args.calib else None
     steps = [0]
+    from .progress import show_progress, step_bar
+
+    show = show_progress(args)
+    total = max(0, args.epochs) * len(load_npz(args.data)[0]) if show else None
+    bar = step_bar(total, f"fit {args.engine}", enabled=show and total != 0)
 
     def progress(epoch: int, step: int, loss: float) -> None:
         steps[0] = step + 1
-        if not args.json and (step + 1) % args.log_every == 0:
-            print(f"  epoch {epoch + 1} step {step + 1}: loss {loss:.4f}", file=sys.stderr)
+        bar.step(loss=loss)
+        if not (args.json or args.quiet) and (step + 1) % args.log_every == 0:
+            bar.write(f"  epoch {epoch + 1} step {step + 1}: loss {loss:.4f}")
 
-    r = fit_model(args.model, args.train, args.data, args.eval, epochs=args.epochs,
-                  engine=args.engine, calib=calib, seed=args.seed, shuffle=not args.no_shuffle,
-                  progress=progress, profile_ops=args.profile_ops, timeout=args.timeout,
-                  keep_dir=args.keep, board=args.board, backend=args.backend,
-                  measure=not args.no_measure)
+    try:
+        r = fit_model(args.model, args.train, args.data, args.eval, epochs=args.epochs,
+                      engine=args.engine, calib=calib, seed=args.seed,
+                      shuffle=not args.no_shuffle, progress=progress,
+                      profile_ops=args.profile_ops, timeout=args.timeout, keep_dir=args.keep,
+                      board=args.board, backend=args.backend, measure=not args.no_measure)
+    finally:
+        bar.close()
     if out is not None:
         from .frontend import save_model
 
@@ -235,6 +321,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         training_graph,
     )
 
+    csv_out = Path(args.csv) if args.csv else None
+    if csv_out is not None:
+        _refuse_overwrite(csv_out, args.force)
     calib = load_npz(args.calib)[0] if args.calib else None
     graph = prepare_model(args.model, calib, None)
     board = resolve_board(args.board) if args.board else None
@@ -261,6 +350,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         result["peak_bytes_without_reordering"] = unordered.peak_bytes
     if args.plot:
         result["plot"] = str(plot_plan(plan, args.plot))
+    if csv_out is not None:
+        write_kernel_csv(csv_out, result["kernels"], target.lowering.graph)
+        result["csv"] = str(csv_out)
     if board is not None:
         result["board"] = {"name": board.name, "sram_budget_bytes": board.sram_budget,
                            "flash_budget_bytes": board.flash_budget}
@@ -276,8 +368,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_kernel_table(rows: list[dict]) -> str:
-    """op | candidates (backend: cost) | choice | scratch — the lowering's decisions."""
+def format_kernel_rows(rows: list[dict]) -> list[tuple[str, ...]]:
+    """The header and the rows of ``plan --kernels``' table, as printed."""
     def cost(c: dict) -> str:
         return f"{c['backend']}" + (f" {c['cost']:,.0f}" if c["cost"] is not None else "")
 
@@ -285,9 +377,43 @@ def format_kernel_table(rows: list[dict]) -> str:
     for r in rows:
         table.append((r["op"], r["type"], ", ".join(cost(c) for c in r["candidates"]),
                       f"{r['backend']}:{r['kernel']}", r["reason"], f"{r['scratch_bytes']:,}"))
+    return table
+
+
+def format_kernel_table(rows: list[dict]) -> str:
+    """op | candidates (backend: cost) | choice | scratch — the lowering's decisions."""
+    table = format_kernel_rows(rows)
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     return "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip()
                      for row in table)
+
+
+KERNEL_CSV_RAW = ("backend", "kernel", "scratch_bytes", "macs", "instructions")
+
+
+def write_kernel_csv(path: Path, rows: list[dict], graph) -> None:
+    """``plan --csv``: the per-op table of ``plan --kernels`` (its columns as printed), then the
+    raw numbers (backend, kernel, scratch bytes, MACs, the chosen kernel's price in
+    instructions when the lowering priced it)."""
+    import csv
+
+    from .summary import kernel_macs
+
+    ops = {op.name: op for op in graph.ops}
+    text = format_kernel_rows(rows)
+    try:
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow([*text[0], *KERNEL_CSV_RAW])
+            for shown, r in zip(text[1:], rows):
+                chosen = next((c["cost"] for c in r["candidates"]
+                               if c["backend"] == r["backend"] and c["kernel"] == r["kernel"]),
+                              None)
+                macs = kernel_macs(graph, ops[r["op"]]) if r["op"] in ops else r["macs"]
+                w.writerow([*shown, r["backend"], r["kernel"], r["scratch_bytes"], macs,
+                            "" if chosen is None else f"{chosen:.0f}"])
+    except OSError as e:
+        raise PockError(f"{path}: cannot write ({e.strerror or e})") from None
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
@@ -378,22 +504,47 @@ def cmd_sim(args: argparse.Namespace) -> int:
                                              seed=args.seed,
                                              shuffle=False if args.no_shuffle else None))
     fw = build_project(proj, profile_ops=args.profile_ops)
+    from .progress import show_progress, step_bar
+    from .report import save_run_record
     from .targets import emulator_available
 
-    if not args.json and emulator_available(fw.board)[0]:
+    talk = not (args.json or args.quiet)
+    if talk and emulator_available(fw.board)[0]:
         print(f"running {fw.elf.name} on {proj.board} ({fw.board.emulator})...",
               file=sys.stderr)
     data = proj.manifest["device"]["data"]
-    progress = None if args.json else loss_progress(
-        data["steps"], data["epochs"], lambda s: print(s, file=sys.stderr, flush=True))
-    res = run_device(proj, build=fw, timeout=args.timeout, profile_ops=args.profile_ops,
-                     on_line=progress)
+    bar = step_bar(data["steps"], f"sim {proj.board}",
+                   enabled=show_progress(args) and data["steps"] > 0)
+    lines = loss_progress(data["steps"], data["epochs"], bar.write) if talk else None
+
+    def on_line(line: str) -> None:
+        if lines is not None:
+            lines(line)
+        if bar.active and line.startswith("@pe:loss "):
+            bar.step(loss=_loss_of(line))
+
+    try:
+        res = run_device(proj, build=fw, timeout=args.timeout, profile_ops=args.profile_ops,
+                         on_line=on_line if lines is not None or bar.active else None)
+    finally:
+        bar.close()
     summary = result_json(proj, res)
+    save_run_record(proj, summary | {"memory": fw.to_json()})     # for pockengine report
     if args.json:
         print(json.dumps(summary | {"memory": fw.to_json()}))
     else:
         print(format_result(summary, fw.to_json()))
     return 0
+
+
+def _loss_of(line: str) -> float | None:
+    """The loss of a firmware's ``@pe:loss STEP BITS ...`` line (float32 bits in hex)."""
+    import struct
+
+    try:
+        return struct.unpack("<f", struct.pack("<I", int(line.split()[2], 16)))[0]
+    except (IndexError, ValueError, struct.error):
+        return None
 
 
 def cmd_boards(args: argparse.Namespace) -> int:
@@ -493,6 +644,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("-o", "--output", help="write the fine-tuned model (.tflite)")
     sp.add_argument("--json", action="store_true", help="machine-readable result")
     sp.add_argument("--log-every", type=int, default=200, help="progress line every N steps")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no progress (bar and lines) "
+                    "on stderr; by default a bar is drawn when stderr is a terminal")
     sp.add_argument("-f", "--force", action="store_true", help="overwrite the output file")
 
     sp = verb("plan", cmd_plan, "schedule and memory plan (arena, parameters, constants) of a "
@@ -506,6 +659,10 @@ def build_parser() -> argparse.ArgumentParser:
     _backend_option(sp)
     sp.add_argument("--kernels", action="store_true", help="list each op's kernel "
                     "candidates, their cost, the choice and its scratch")
+    sp.add_argument("--csv", metavar="FILE", help="write the per-op table of --kernels as CSV "
+                    "(its columns, then raw numbers: backend, kernel, scratch_bytes, macs, "
+                    "instructions)")
+    sp.add_argument("-f", "--force", action="store_true", help="overwrite the --csv file")
     sp.add_argument("--json", action="store_true", help="machine-readable output")
 
     sp = verb("compile", cmd_compile, "generate a C project: pe_init, pe_infer, "
@@ -557,7 +714,33 @@ def build_parser() -> argparse.ArgumentParser:
                     "socket://HOST:PORT is accepted too) instead "
                     "of training on embedded data, until Ctrl-C or --timeout; checkpoints in "
                     "DIR/pe_checkpoint.bin")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no progress (bar and lines) "
+                    "on stderr; by default a bar is drawn when stderr is a terminal")
     sp.add_argument("--json", action="store_true", help="machine-readable output")
+
+    sp = verb("validate", cmd_validate, "run the golden model and an engine (host, or a "
+              "board under its emulator) on the same inputs and compare: bit-exact, max |diff|, "
+              "top-1 agreement. Exit status 0 when the outputs are bit-exact, 1 when they "
+              "differ, 2 on bad input")
+    sp.add_argument("model", help=".tflite or .onnx file")
+    sp.add_argument("--engine", required=True,
+                    help="host (generated C, built with the host compiler) or a board "
+                    "(firmware on its emulator; pockengine boards)")
+    sp.add_argument("--input", help=".npy batch, samples on axis 0 (default: random inputs)")
+    sp.add_argument("--samples", type=int, default=8,
+                    help="random inputs: how many (default 8)")
+    sp.add_argument("--seed", type=int, default=0, help="random inputs: the seed (default 0)")
+    sp.add_argument("--timeout", type=float, help="emulator timeout in seconds (boards)")
+    _backend_option(sp)
+    sp.add_argument("--json", action="store_true", help="machine-readable result")
+
+    sp = verb("report", cmd_report, "write one self-contained HTML page about a compiled "
+              "project: memory plan, kernel calls, SRAM/flash against the budget and, after "
+              "pockengine sim, the loss curve and accuracy")
+    sp.add_argument("dir", help="directory written by pockengine compile")
+    sp.add_argument("-o", "--output", required=True, metavar="FILE", help="the .html file")
+    sp.add_argument("-f", "--force", action="store_true", help="overwrite the output file")
+    sp.add_argument("--json", action="store_true", help="machine-readable summary")
 
     sp = verb("boards", cmd_boards, "the board catalogue (boards/*.yaml)")
     sp.add_argument("--json", action="store_true", help="machine-readable output")

@@ -248,9 +248,27 @@ def _fit_board(board: Any, graph: Graph, spec: Any, tg: Graph, state: Any, x_tr:
                              measure=measure)
         fw = build_project(proj, profile_ops=profile_ops)
         t1 = time.perf_counter()
+        n = len(x_tr)
+        live = [0]                  # steps already handed to ``progress`` while running
+
+        def on_line(line: str) -> None:
+            """``progress`` as the firmware reports each step's loss (in order)."""
+            f = line.split()
+            if len(f) < 3 or f[0] != "@pe:loss":
+                return
+            try:
+                k, bits = int(f[1]), int(f[2], 16)
+            except ValueError:
+                return
+            if k == live[0]:
+                progress(k // n if n else 0, k,
+                         float(np.array([bits], np.uint32).view(np.float32)[0]))
+                live[0] += 1
+
         try:
             dev = run_device(proj, build=fw, timeout=timeout or DEFAULT_TIMEOUT,
-                             profile_ops=profile_ops)
+                             profile_ops=profile_ops,
+                             on_line=on_line if progress is not None else None)
         except EmulatorUnavailable as e:
             if keep_dir is not None:
                 raise
@@ -258,11 +276,14 @@ def _fit_board(board: Any, graph: Graph, spec: Any, tg: Graph, state: Any, x_tr:
                                       "keeps the firmware and its emulator scripts)") from None
         t2 = time.perf_counter()
         summary = result_json(proj, dev)
+        if keep_dir is not None:            # the kept project: pockengine report shows the run
+            from .report import save_run_record
+
+            save_run_record(proj, summary | {"memory": fw.to_json()})
     losses = dev.loss
     if progress is not None:
-        n = len(x_tr)
-        for k, loss in enumerate(losses):
-            progress(k // n if n else 0, k, loss)
+        for k in range(live[0], len(losses)):
+            progress(k // n if n else 0, k, losses[k])
     if dev.params is not None:
         offset = 0
         for name in state.parameters:        # the exported bytes: parameters in order, LE

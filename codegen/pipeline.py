@@ -239,7 +239,11 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     rendered = render(Lowered(infer, train, backend, chain.names), source, prefix=prefix,
                       board=b if device else "host", data=dev_data,
                       board_file=own_board_file(board) if device else None)
-    return write(rendered, out_dir, force=force)
+    project = write(rendered, out_dir, force=force)
+    from .report import write_plan_record  # the plan `pockengine report` draws
+
+    write_plan_record(project, infer, train)
+    return project
 
 
 def own_board_file(board: str) -> bytes | None:

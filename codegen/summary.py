@@ -24,6 +24,26 @@ def op_macs(graph: Graph, op: Op) -> int:
     return 0
 
 
+def kernel_macs(graph: Graph, op: Op) -> int:
+    """Multiply-accumulates of one op of any graph (batch 1): ``op_macs`` for forward ops;
+    the input gradient of a conv, depthwise conv or FC layer takes as many as its forward op,
+    the weight gradient as many times the share of the weight's entries it computes (the
+    selected channels); other ops count none."""
+    if not op.outputs:
+        return 0
+    base = op_macs(graph, op)
+    if base or not op.type.endswith(("_grad_input", "_grad_weight")):
+        return base
+    fwd = next((o for o in graph.ops if o.name == op.attrs.get("forward")), None)
+    if fwd is None or fwd.type not in ("conv2d", "depthwise_conv2d", "fully_connected"):
+        return 0
+    macs = op_macs(graph, fwd)
+    if op.type.endswith("_grad_weight"):
+        w, g = graph.tensors[fwd.inputs[1]], graph.tensors[op.outputs[0]]
+        macs = macs * g.size // max(1, w.size)
+    return macs
+
+
 def _quant(t: Tensor) -> dict[str, Any] | None:
     q = t.quant
     if q is None:
