@@ -599,14 +599,17 @@ def _dw_grad_input(graph: Graph, op: Op, batch: int, target: Target) -> KernelCa
 
 
 def _avg_pool_grad(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
-    ref = _fp32_train(graph, op, batch)
-    if ref is None:
+    """Windows that do not overlap (each position in at most one), either backward mode (int8:
+    a row of C bytes of scratch)."""
+    ref = train_kernel_call(graph, op, batch)
+    if ref.kernel not in ("pe_avg_pool2d_grad_f32", "pe_avg_pool2d_grad_s8"):
         return None
     f = _struct(ref, "filter_dims")
     s_h, s_w = _tile(_struct(ref, "params")["stride"])
     if s_h < int(f["h"]) or s_w < int(f["w"]):
         return None                       # overlapping windows: sums of several taps, ref
-    return replace(ref, kernel=ref.kernel + SUFFIX)
+    scratch = 0 if ref.kernel.endswith("_f32") else (int(_struct(ref, "dx_dims")["c"]) + 3) & ~3
+    return replace(ref, kernel=ref.kernel + SUFFIX, scratch_bytes=scratch)
 
 
 def _act_mask(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:

@@ -75,6 +75,10 @@ void pe_depthwise_conv2d_grad_input_s8_arm(const pe_context *ctx,
                                            const int8_t *dy, const int32_t *dy_exp,
                                            const pe_dims *filter_dims, const int8_t *filter,
                                            const pe_dims *dx_dims, int8_t *dx, int32_t *dx_exp);
+void pe_avg_pool2d_grad_s8_arm(const pe_context *ctx, const pe_avg_pool_grad_params *params,
+                               const pe_dims *dy_dims, const int8_t *dy, const int32_t *dy_exp,
+                               const pe_dims *filter_dims, const pe_dims *dx_dims, int8_t *dx,
+                               int32_t *dx_exp);
 void pe_conv2d_grad_weight_s8_arm(const pe_context *ctx, const pe_conv_grad_weight_params *params,
                                   const int32_t *channels, const pe_dims *x_dims,
                                   const int8_t *x, const pe_dims *dy_dims, const int8_t *dy,

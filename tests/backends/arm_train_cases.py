@@ -138,7 +138,9 @@ def _dw_grad_input(rng: Rng) -> tc.Case:
 
 
 def _avg_pool_grad(rng: Rng) -> tc.Case:
-    b = tc._Builder("fp32")
+    """fp32 or int8 (a third), global pooling among them."""
+    mode = "int8" if rng.random() < 0.35 else "fp32"
+    b = tc._Builder(mode)
     n, h, w, c = int(rng.choice([1, 2])), int(rng.integers(1, 9)), int(rng.integers(1, 9)), \
         int(rng.integers(1, 12))
     if rng.random() < 0.3:
@@ -150,7 +152,7 @@ def _avg_pool_grad(rng: Rng) -> tc.Case:
     oh = (h + pad[0] + pad[1] - fh) // stride[0] + 1
     ow = (w + pad[2] + pad[3] - fw) // stride[1] + 1
     b.grad_input(rng, "dy", (n, oh, ow, c))
-    attrs = {"mode": "fp32", "forward": "f", "filter": (fh, fw), "stride": stride,
+    attrs = {"mode": mode, "forward": "f", "filter": (fh, fw), "stride": stride,
              "padding": pad, "activation": "none"}
     return b.op("avg_pool2d_grad", b.grad_outputs("dx", (n, h, w, c)), attrs)
 

@@ -23,6 +23,7 @@
 #include "pe_arm_conv.h"
 #include "pe_arm_kernels.h"
 #include "pe_grad_fixed.h"
+#include "pe_pool2d_grad.h"
 
 /* One prescaled gradient MBQM(dy << b, M_o, k_o) from the four words codegen/backends/arm.py
  * computes per channel (`pre`: m, c, e, s): with x = dy << (b + max(k, 0)) (|x| < 2^17) the
@@ -253,4 +254,60 @@ void pe_conv2d_grad_weight_s8_arm(const pe_context *ctx, const pe_conv_grad_weig
         }
     }
     *dw_exp = *dy_exp;
+}
+
+/* pe_avg_pool2d_grad_s8_arm - the average-pooling gradient of windows that do not overlap
+ * (stride >= window): each input position lies in at most one window, so its sum is that
+ * window's dy * RECIP(count) alone (pe_pool2d_grad_s8.c). One pass over dy for the range,
+ * then per window its normalised row (C int8, the scratch) copied to every position of the
+ * window; positions in no window are 0. Scratch: C bytes. */
+void pe_avg_pool2d_grad_s8_arm(const pe_context *ctx, const pe_avg_pool_grad_params *params,
+                               const pe_dims *dy_dims, const int8_t *dy, const int32_t *dy_exp,
+                               const pe_dims *filter_dims, const pe_dims *dx_dims, int8_t *dx,
+                               int32_t *dx_exp)
+{
+    const int32_t unit = (int32_t)1 << params->recip_bits;
+    const int32_t c_n = dy_dims->c, in_h = dx_dims->h, in_w = dx_dims->w;
+    int8_t *const row = (int8_t *)ctx->buf;
+    pe_range range = pe_range_zero();
+    int32_t shift, pass, n, oy, ox, iy, ix, c, i;
+    for (i = 0; i < dx_dims->n * in_h * in_w * c_n; ++i) {
+        dx[i] = 0;
+    }
+    shift = 0;
+    for (pass = 0; pass < 2; ++pass) {
+        for (n = 0; n < dy_dims->n; ++n) {
+            for (oy = 0; oy < dy_dims->h; ++oy) {
+                const int32_t y0 = oy * params->stride.h - params->padding.h;
+                const int32_t rows = pe_pool_taps(y0, filter_dims->h, in_h);
+                for (ox = 0; ox < dy_dims->w; ++ox) {
+                    const int32_t x0 = ox * params->stride.w - params->padding.w;
+                    const int32_t count = rows * pe_pool_taps(x0, filter_dims->w, in_w);
+                    const int8_t *g = dy + ((n * dy_dims->h + oy) * dy_dims->w + ox) * c_n;
+                    int32_t recip;
+                    if (count <= 0) {
+                        continue;
+                    }
+                    recip = (unit + count / 2) / count;
+                    if (pass == 0) {
+                        for (c = 0; c < c_n; ++c) {
+                            pe_range_add(&range, g[c] * recip);
+                        }
+                        continue;
+                    }
+                    for (c = 0; c < c_n; ++c) {
+                        row[c] = pe_normalise_value(g[c] * recip, shift);
+                    }
+                    for (iy = y0 < 0 ? 0 : y0; iy < y0 + filter_dims->h && iy < in_h; ++iy) {
+                        for (ix = x0 < 0 ? 0 : x0; ix < x0 + filter_dims->w && ix < in_w;
+                             ++ix) {
+                            memcpy(dx + ((n * in_h + iy) * in_w + ix) * c_n, row, (size_t)c_n);
+                        }
+                    }
+                }
+            }
+        }
+        shift = pe_normalise_shift(pe_range_max_abs(&range));
+    }
+    *dx_exp = *dy_exp - params->recip_bits + shift;
 }
