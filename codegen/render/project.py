@@ -5,6 +5,12 @@ generated sources (``<p>_model.h/.c``, ``<p>_weights.h/.c``), the host harness
 (``main_host.c``), ``Makefile`` and ``CMakeLists.txt``, the kernel runtime copied from
 ``data_dir('runtime_c')`` (so the project builds on its own) and ``pockengine.json``, the
 manifest that marks the directory as pockengine output. Same input, same bytes.
+
+Every project also exports the model as a library for a build of one's own (host and board
+projects alike): ``pockengine.cmake`` (the CMake target ``<p>_model``; a board project's
+``CMakeLists.txt`` is only that library) and ``model.mk`` (Makefile variables
+``<P>_MODEL_SRCS``, ``_INCLUDES``, ``_CFLAGS``, ...): the model and the kernels it calls,
+never the harness, startup code, board runtime or linker script.
 """
 
 from __future__ import annotations
@@ -37,6 +43,13 @@ C_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-Wvla",
            "-ffp-contract=off")
 SANITIZE_FLAGS = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g",
                   "-fno-omit-frame-pointer")
+# The library export (pockengine.cmake, model.mk): what the model's sources need in any build
+# (C99; no contracted multiply-adds, or float training is not bit-exact), the warnings they are
+# clean of (C_FLAGS: with -Werror), and the language level of third-party sources.
+LIBRARY_REQUIRED_FLAGS = ("-std=c99", "-ffp-contract=off")
+LIBRARY_WARNINGS = ("-Wall", "-Wextra", "-pedantic", "-Wvla")
+THIRD_PARTY_FLAGS = ("-std=gnu99", "-ffp-contract=off")
+LIBRARY_FILES = ("pockengine.cmake", "model.mk")
 
 
 @dataclass(frozen=True)
@@ -131,6 +144,14 @@ def render_project(lowered: Lowered, source: SourceInfo, *, prefix: str = "pe",
         "model_sources": model_sources, "kernel_sources": kernel_sources,
         "host_sources": ["main_host.c"],
         "cmake_warnings": [f for f in C_FLAGS if f != "-std=c99"],
+        "lib_include_dirs": [".", KERNEL_DIR, *kernel_dirs],
+        "lib_required": list(LIBRARY_REQUIRED_FLAGS), "lib_warnings": list(LIBRARY_WARNINGS),
+        "lib_third_party": list(THIRD_PARTY_FLAGS),
+        # CMake sets the language level as a target property (C_STANDARD)
+        "lib_cmake_options": [f for f in LIBRARY_REQUIRED_FLAGS + LIBRARY_WARNINGS
+                              if not f.startswith("-std=")],
+        "lib_cmake_third_party": [f for f in THIRD_PARTY_FLAGS if not f.startswith("-std=")],
+        "lib_board_cflags": [], "board_name": "host",
     }
     ctx.update(build_ctx)
     ctx["kernel_headers"] = sorted(Path(p).name for p in runtime
@@ -153,11 +174,13 @@ def render_project(lowered: Lowered, source: SourceInfo, *, prefix: str = "pe",
         bf = board_files(board, prefix)
         ctx.update({"binary": f"{prefix}{FIRMWARE_SUFFIX}", "board": bf.records,
                     "include_dirs": ctx["include_dirs"] + list(bf.include_dirs),
-                    "device_sources": ["main_device.c", f"{prefix}_data.c"]})
+                    "device_sources": ["main_device.c", f"{prefix}_data.c"],
+                    "lib_board_cflags": list(bf.records["cflags"]), "board_name": board.name})
         _, data_idents = data_records(prefix, data, ctx["banner"])
         identifiers += data_idents
         text["main_device.c"] = render("main_device.c.j2", **ctx)
         text["Makefile"] = render("Makefile_board.j2", **ctx)
+        text["CMakeLists.txt"] = render("CMakeLists_library.txt.j2", **ctx)
         files.update(data_files(prefix, data, ctx["banner"]))
         files.update(bf.files)
         foreign.update(bf.files)
@@ -168,6 +191,8 @@ def render_project(lowered: Lowered, source: SourceInfo, *, prefix: str = "pe",
         text["main_host.c"] = render("main_host.c.j2", **ctx)
         text["Makefile"] = render("Makefile.j2", **ctx)
         text["CMakeLists.txt"] = render("CMakeLists.txt.j2", **ctx)
+    for name in LIBRARY_FILES:
+        text[name] = render(f"{name}.j2", **ctx)
     check_identifiers(identifiers, runtime_identifiers(foreign))
     files.update({k: v.encode() for k, v in text.items()})
     files.update(runtime)

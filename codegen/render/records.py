@@ -154,13 +154,16 @@ class _KernelConstants:
                 parts.append(f".{fname} = {c_int(v, ctype)}")
         return "{" + ", ".join(parts) + "}"
 
-    def struct(self, s: Struct, init: str | None = None) -> str:
+    def struct(self, s: Struct, init: str | None = None, qualifier: str = "const") -> str:
+        """The name of a static struct holding ``s`` (or ``init``); ``qualifier``: "const",
+        or the macro that is "const" unless the build binds arena addresses at run time."""
         text = self.struct_init(s) if init is None else init
         key = ("s", s.ctype, text)
         hit = self._index.get(key)
         if hit is None:
             hit = f"{self.p}_s{len(self.structs)}_{_hint(s.ctype.removeprefix('pe_'))}"
-            self.structs.append({"name": hit, "ctype": s.ctype, "init": text})
+            self.structs.append({"name": hit, "ctype": s.ctype, "init": text,
+                                 "qualifier": qualifier})
             self._index[key] = hit
         return hit
 
@@ -199,7 +202,12 @@ class RecordBuilder:
                        "profile": f"{self.P}_PROFILE", "profile_ops": f"{self.P}_PROFILE_OPS",
                        "phase_begin": f"{self.P}_PHASE_BEGIN",
                        "phase_end": f"{self.P}_PHASE_END",
-                       "op_begin": f"{self.P}_OP_BEGIN", "op_end": f"{self.P}_OP_END"}
+                       "op_begin": f"{self.P}_OP_BEGIN", "op_end": f"{self.P}_OP_END",
+                       # user-placed arena (model.h: <P>_USER_ARENA, <P>_ARENA_SECTION)
+                       "arena_ptr": f"{self.P}_ARENA_PTR", "arena_const": f"{self.P}_ARENA_CONST",
+                       "user_arena_on": f"{self.P}_USER_ARENA_ON",
+                       "arena_place": f"{self.P}_ARENA_PLACE",
+                       "params_place": f"{self.P}_PARAMS_PLACE"}
         self.kconst = _KernelConstants(prefix, self.macros)
         train = lowered.train
         self.param_slots: dict[str, _Slot] = {}
@@ -212,6 +220,10 @@ class RecordBuilder:
         self.constants: dict[str, dict[str, Any]] = {}
         self.identifiers: list[str] = []
         self.uses_no_scratch = False
+        # "target = arena address;" statements of <p>_bind_arena(): the arena pointers that
+        # static initializers hold (kernel contexts, pointer lists), set at run time in a
+        # user-arena build (their initializers then hold NULL)
+        self.arena_binds: list[str] = []
 
     # tensors ------------------------------------------------------------------------------------
     def _constant(self, graph: Graph, name: str) -> dict[str, Any]:
@@ -245,12 +257,17 @@ class RecordBuilder:
         return slots
 
     def _pointer(self, name: str, ptr_ctype: str, graph: Graph, arena: Mapping[str, _Slot],
-                 where: str) -> str:
+                 where: str, *, static: bool = False) -> str:
+        """The C expression of a tensor's address; ``static``: for a static initializer, where
+        an arena address is ``<P>_ARENA_PTR(off)`` (NULL in a user-arena build)."""
         const, pointee = _pointee(ptr_ctype)
         cast = f"({ptr_ctype})"
         slot = self.param_slots.get(name) or arena.get(name)
         if slot is not None:
-            at = self.macros["params_at" if slot.pool == "parameters" else "arena_at"]
+            if slot.pool == "parameters":
+                at = self.macros["params_at"]
+            else:
+                at = self.macros["arena_ptr" if static else "arena_at"]
             return f"{cast}{at}({slot.macro})"
         t = graph.tensors.get(name)
         if t is None or t.data is None:
@@ -284,9 +301,16 @@ class RecordBuilder:
                     elem = arg.ctype.strip()[:-1].strip()           # 'const int8_t *const'
                     ptr = elem.removesuffix("const").strip()        # 'const int8_t *'
                     lname = f"{self.p}_{fn}_list{len(lists)}"
+                    pointers = [self._pointer(t, ptr, graph, arena, where, static=True)
+                                for t in arg.tensors]
+                    binds = [f"{lname}[{i}] = {self._pointer(t, ptr, graph, arena, where)};"
+                             for i, t in enumerate(arg.tensors)
+                             if t not in self.param_slots and t in arena]
+                    self.arena_binds += binds
+                    if binds and elem.endswith("const"):   # assigned by <p>_bind_arena()
+                        elem = f"{elem.removesuffix('const').rstrip()}{self.macros['arena_const']}"
                     lists.append({"name": lname, "elem": elem, "size": len(arg.tensors),
-                                  "pointers": [self._pointer(t, ptr, graph, arena, where)
-                                               for t in arg.tensors]})
+                                  "pointers": pointers})
                     used.update(arg.tensors)
                     args.append(lname)
                 elif isinstance(arg, ArrayArg):
@@ -349,8 +373,13 @@ class RecordBuilder:
         if off is None:
             raise ValueError(f"op {call.op!r}: the kernel needs {call.scratch_bytes} B of "
                              "scratch the memory plan did not reserve")
-        init = (f"{{{self.macros['arena_at']}({off}u), {c_int(call.scratch_bytes)}}}")
-        return "&" + self.kconst.struct(Struct("pe_context", {"buf": 0, "size": 0}), init)
+        init = f"{{{self.macros['arena_ptr']}({off}u), {c_int(call.scratch_bytes)}}}"
+        known = len(self.kconst.structs)
+        name = self.kconst.struct(Struct("pe_context", {"buf": 0, "size": 0}), init,
+                                  qualifier=self.macros["arena_const"])
+        if len(self.kconst.structs) > known:                 # a new context: bind it
+            self.arena_binds.append(f"{name}.buf = {self.macros['arena_at']}({off}u);")
+        return "&" + name
 
     # the whole project -------------------------------------------------------------------------
     def build(self, source: SourceInfo, generator: str) -> dict[str, Any]:
@@ -380,7 +409,7 @@ class RecordBuilder:
             "params": params, "constants": constants,
             "kernel_arrays": self.kconst.arrays, "kernel_structs": self.kconst.structs,
             "kernels": sorted({c["kernel"] for f in (infer, train) if f for c in f["calls"]}),
-            "uses_no_scratch": self.uses_no_scratch,
+            "uses_no_scratch": self.uses_no_scratch, "arena_binds": list(self.arena_binds),
             "constant_bytes": sum(_aligned(c["_data"].nbytes) for c in self.constants.values()),
             "image_bytes": sum(_aligned(i["bytes"]) for i in params["images"]),
         }
@@ -484,7 +513,8 @@ class RecordBuilder:
     def _globals(self, ctx: Mapping[str, Any]) -> list[str]:
         """Every identifier the project defines at file scope or as a macro."""
         p, P = self.p, self.P
-        names = [f"{p}_{f}" for f in ("init", "infer", "train_step", "train_step_target",
+        names = [f"{p}_{f}" for f in ("init", "init_with_arena", "bind_arena", "infer",
+                                       "train_step", "train_step_target",
                                        "params_export", "params_import", "params_stream",
                                        "state_read", "state_write", "saturation_count",
                                        "stream_bytes", "stream_le32", "sat_add")]
@@ -509,4 +539,6 @@ API_MACROS = ("MODEL_H", "WEIGHTS_H", "OK", "ERR_NOT_INITIALIZED", "ERR_ARGUMENT
               "ERR_UNSUPPORTED", "ERR_LABEL", "ERR_SIZE", "ARENA_BYTES", "PARAMS_BYTES",
               "EXPORT_BYTES", "INPUT_BYTES", "OUTPUT_BYTES", "TARGET_BYTES", "NUM_CLASSES",
               "INPUT_SCALE", "INPUT_ZERO_POINT", "OUTPUT_SCALE", "OUTPUT_ZERO_POINT",
-              "HAS_TRAINING", "LOSS_CROSS_ENTROPY", "LOSS_MSE", "GENERATOR")
+              "HAS_TRAINING", "LOSS_CROSS_ENTROPY", "LOSS_MSE", "GENERATOR",
+              "ERR_ALIGNMENT", "ARENA_ALIGNMENT", "USER_ARENA", "ARENA_SECTION",
+              "PARAMS_SECTION")

@@ -31,7 +31,10 @@ def test_board_project_files_are_deterministic(tmp_path):
     assert {"pe_model.c", "pe_weights.c", "main_device.c", "pe_data.c", "pe_data.h",
             "Makefile", "mps2-an385.ld", "runtime/pe_sha256.c",
             "startup/cortex_m/pe_startup_cortex_m.c"} <= files
-    assert "main_host.c" not in files and "CMakeLists.txt" not in files
+    assert "main_host.c" not in files
+    # the model as a library for a firmware of one's own (tests/firmware/test_integrate.py)
+    assert {"CMakeLists.txt", "pockengine.cmake", "model.mk"} <= files
+    assert "add_executable" not in (a.dir / "CMakeLists.txt").read_text()
     m = a.manifest
     assert m["training"]["backward"] == "int8"            # the Cortex-M3's default
     data = m["device"]["data"]

@@ -28,7 +28,8 @@ def _run(example: str, tmp_path: Path, **env: str) -> subprocess.CompletedProces
 
 
 def test_every_example_has_readme_and_commands():
-    for name in ("digits_finetune", "kws_finetune", "vww_sparse_update", "hexagon_finetune"):
+    for name in ("digits_finetune", "kws_finetune", "vww_sparse_update", "hexagon_finetune",
+                 "integrate"):
         d = EXAMPLES / name
         for f in ("README.md", "run.sh", "make_data.py", "spec.yaml"):
             assert (d / f).is_file(), f"{name}/{f}"
