@@ -241,8 +241,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from .fit import fit_model, tuned_graph
 
     out = Path(args.output) if args.output else None
+    check = None
     if out is not None:
         _refuse_overwrite(out, args.force)
+        from .frontend import export_format
+
+        if export_format(out) == "onnx":        # an op ONNX export cannot take: before training
+            from .frontend.onnx_writer import check_onnx_export as check
     calib = load_npz(args.calib)[0] if args.calib else None
     steps = [0]
     from .progress import show_progress, step_bar
@@ -262,13 +267,14 @@ def cmd_fit(args: argparse.Namespace) -> int:
                       engine=args.engine, calib=calib, seed=args.seed,
                       shuffle=not args.no_shuffle, progress=progress,
                       profile_ops=args.profile_ops, timeout=args.timeout, keep_dir=args.keep,
-                      board=args.board, backend=args.backend, measure=not args.no_measure)
+                      board=args.board, backend=args.backend, measure=not args.no_measure,
+                      check_graph=check)
     finally:
         bar.close()
     if out is not None:
-        from .frontend import save_model
+        from .frontend import export_model
 
-        save_model(tuned_graph(r["_graph"], r["_state"]), out)
+        r["output_format"] = export_model(tuned_graph(r["_graph"], r["_state"]), out)
         r["output"] = str(out)
     result = {k: v for k, v in r.items() if not k.startswith("_")}
     if args.json:
@@ -641,7 +647,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "(default: the first 100 training samples)")
     sp.add_argument("--seed", type=int, default=0, help="sample order seed")
     sp.add_argument("--no-shuffle", action="store_true", help="visit samples in file order")
-    sp.add_argument("-o", "--output", help="write the fine-tuned model (.tflite)")
+    sp.add_argument("-o", "--output", help="write the fine-tuned model: .tflite, or .onnx "
+                    "for a QDQ ONNX model (int8 weights, int32 biases, QuantizeLinear / "
+                    "DequantizeLinear around float ops; onnxruntime runs it)")
     sp.add_argument("--json", action="store_true", help="machine-readable result")
     sp.add_argument("--log-every", type=int, default=200, help="progress line every N steps")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress (bar and lines) "

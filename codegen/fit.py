@@ -68,7 +68,8 @@ def evaluate(graph: Graph, outputs: np.ndarray, targets: np.ndarray, loss: str) 
 
 
 def tuned_graph(graph: Graph, state: Any) -> Graph:
-    """The inference graph with the trained parameter values (for export to .tflite)."""
+    """The inference graph with the trained parameter values (for export to .tflite or
+    .onnx)."""
     g = graph.copy()
     for name in state.parameters:
         if name in g.tensors:
@@ -84,7 +85,8 @@ def fit_model(model: str | Path | Graph, spec: Any,
               progress: Callable[[int, int, float], None] | None = None,
               profile_ops: bool = False, timeout: float | None = None,
               keep_dir: str | Path | None = None, board: str | None = None,
-              backend: str = "auto", measure: bool = True) -> dict[str, Any]:
+              backend: str = "auto", measure: bool = True,
+              check_graph: Callable[[Graph], None] | None = None) -> dict[str, Any]:
     """Fine-tune `model` on `train` with the training `spec` on `engine`; evaluate on `evals`.
 
     Samples are visited one per step, in a fresh `numpy.random.default_rng(seed)` permutation
@@ -100,6 +102,8 @@ def fit_model(model: str | Path | Graph, spec: Any,
     one) on any engine, e.g. to reproduce a board's run on the golden model.
     ``backend``: the kernel backend chain of the generated C (host and boards; ``auto``: the
     board's default). Every chain computes the same bits; the golden engine ignores it.
+    ``check_graph``: called with the (quantized) model before any training, e.g. to refuse
+    early a model the requested export format cannot hold.
     """
     from .data import fit_input
     from .golden.training import TrainState, fit, predict
@@ -123,6 +127,8 @@ def fit_model(model: str | Path | Graph, spec: Any,
         spec = spec.with_default_backward(defaults.default_backward)
     x_tr, y_tr = _split(train, "training data")
     graph = prepare_model(model, calib, x_tr)
+    if check_graph is not None:
+        check_graph(graph)
     x_tr = fit_input(graph, x_tr, "training data x")
     t_tr = _targets(graph, spec.loss, x_tr, y_tr, "training data")
     if evals is not None:

@@ -2,7 +2,9 @@
 
 ``load_model(path)`` dispatches on the file's content (a TFLite flatbuffer carries the
 identifier ``TFL3`` at bytes 4..8; anything else that looks like protobuf goes to the ONNX
-importer). ``save_model(graph, path)`` writes a .tflite file.
+importer). ``save_model(graph, path)`` writes a .tflite file; ``export_model(graph, path)``
+(fine-tuned models: ``fit -o``, ``pull -o``) chooses by the file name: ``.onnx`` a QDQ ONNX
+model (``onnx_writer``), anything else .tflite.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from ..ir import Graph
 from .tflite_reader import read_tflite
 from .tflite_writer import write_tflite
 
-__all__ = ["load_model", "read_tflite", "save_model", "write_tflite"]
+__all__ = ["export_format", "export_model", "load_model", "read_tflite", "save_model",
+           "write_tflite"]
 
 
 def load_model(path: str | os.PathLike) -> Graph:
@@ -53,6 +56,28 @@ def save_model(graph: Graph, path: str | os.PathLike) -> None:
         Path(path).write_bytes(data)
     except OSError as e:
         raise ModelError(f"{path}: cannot write ({e.strerror or e})") from None
+
+
+def export_format(path: str | os.PathLike) -> str:
+    """``onnx`` for a ``.onnx`` file name (any case), else ``tflite``."""
+    return "onnx" if Path(path).suffix.lower() == ".onnx" else "tflite"
+
+
+def export_model(graph: Graph, path: str | os.PathLike) -> str:
+    """Write ``graph`` in the format its file name asks for (``export_format``): a QDQ ONNX
+    model for ``.onnx``, else a .tflite flatbuffer. Returns the format."""
+    fmt = export_format(path)
+    if fmt == "tflite":
+        save_model(graph, path)
+        return fmt
+    from .onnx_writer import write_onnx
+
+    data = write_onnx(graph)
+    try:
+        Path(path).write_bytes(data)
+    except OSError as e:
+        raise ModelError(f"{path}: cannot write ({e.strerror or e})") from None
+    return fmt
 
 
 def _looks_like_onnx(data: bytes) -> bool:

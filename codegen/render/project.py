@@ -3,8 +3,10 @@
 ``render_project(lowered, source, prefix=...)`` returns ``{relative path: bytes}``: the
 generated sources (``<p>_model.h/.c``, ``<p>_weights.h/.c``), the host harness
 (``main_host.c``), ``Makefile`` and ``CMakeLists.txt``, the kernel runtime copied from
-``data_dir('runtime_c')`` (so the project builds on its own) and ``pockengine.json``, the
-manifest that marks the directory as pockengine output. Same input, same bytes.
+``data_dir('runtime_c')`` (so the project builds on its own), ``model.tflite`` (the int8 graph
+the code comes from, for ``pull`` without ``--model``: ``codegen/model_store.py``) and
+``pockengine.json``, the manifest that marks the directory as pockengine output. Same input,
+same bytes.
 
 Every project also exports the model as a library for a build of one's own (host and board
 projects alike): ``pockengine.cmake`` (the CMake target ``<p>_model``; a board project's
@@ -28,6 +30,7 @@ from ..backends.sources import source_index
 from ..board import Board
 from ..data import TensorSpec
 from ..errors import PockError
+from ..model_store import MODEL_FILE, model_file
 from ..resources import data_dir
 from .device import FIRMWARE_SUFFIX, DeviceData, board_files, data_files, data_records
 from .environment import render
@@ -196,7 +199,12 @@ def render_project(lowered: Lowered, source: SourceInfo, *, prefix: str = "pe",
     check_identifiers(identifiers, runtime_identifiers(foreign))
     files.update({k: v.encode() for k, v in text.items()})
     files.update(runtime)
+    # the graph the code comes from, for pull without --model (codegen/model_store.py)
+    model_bytes, model_record = model_file(lowered.infer.graph)
+    if model_bytes is not None:
+        files[MODEL_FILE] = model_bytes
     manifest = _manifest(lowered, source, prefix, ctx, sorted(files) + [MANIFEST])
+    manifest["model_file"] = model_record
     if device_info is not None:
         manifest["device"] = device_info
         if board_file is not None:

@@ -110,13 +110,16 @@ def cmd_pull(args: argparse.Namespace) -> int:
     out = Path(args.output)
     _refuse_overwrite(out, args.force)      # and a folder that is missing: before the device
     with _device(args) as dev:
-        r = pull_model(dev, out, model=args.model, calib=args.calib)
+        r = pull_model(dev, out, model=args.model, calib=args.calib, project=args.project)
     if args.json:
         print(json.dumps(r))
         return 0
-    print(f"wrote {r['output']}: the original model with the {len(r['parameters'])} trained "
-          f"parameter tensors of {r['board']} ({r['steps']} steps, params_sha256 "
-          f"{r['params_sha256']})")
+    origin = {"project": f" (the model of project {r['model_path']})",
+              "cache": f" (the model cached as {r['model_path']})"}.get(r["model_from"], "")
+    print(f"wrote {r['output']}: the original model{origin} with the "
+          f"{len(r['parameters'])} trained parameter tensors of {r['board']} ({r['steps']} "
+          f"steps, params_sha256 {r['params_sha256']})"
+          + (", as a QDQ ONNX model" if r["format"] == "onnx" else ""))
     return 0
 
 
@@ -206,12 +209,20 @@ def add_serial_verbs(verb: Verb) -> None:
                     help="with --json: include every prediction")
 
     sp = verb("pull", cmd_pull, "read the trained parameters from a device and write the "
-              "original model with them (.tflite)")
+              "original model with them (.tflite, or .onnx: a QDQ ONNX model)")
     _link_options(sp, 2.0)
-    sp.add_argument("-o", "--output", required=True, help="output model (.tflite)")
+    sp.add_argument("-o", "--output", required=True, help="output model: .tflite, or .onnx "
+                    "for a QDQ ONNX model (int8 weights, int32 biases, QuantizeLinear / "
+                    "DequantizeLinear around float ops)")
     sp.add_argument("--model", help="the original model the firmware was compiled from "
-                    "(default: the file named by the device, if it is here)")
-    sp.add_argument("--calib", help="the calibration data it was compiled with (float models)")
+                    "(default: the model its project keeps: --project DIR, the current "
+                    "directory if it is that project, or the local cache keyed by the "
+                    "device's model hash; else the file named by the device, if it is here)")
+    sp.add_argument("--calib", help="the calibration data it was compiled with (float models, "
+                    "with --model)")
+    sp.add_argument("--project", metavar="DIR", help="the project the firmware was compiled "
+                    "into (pockengine compile -o DIR): its model is used, checked against the "
+                    "device's model hash")
     _session_options(sp)
     sp.add_argument("-f", "--force", action="store_true", help="overwrite the output file")
 

@@ -176,7 +176,9 @@ def build_serial_firmware(project: Project | str | Path, *, trace: bool = False
                           ) -> SerialFirmware:
     """Write the serial sources into the project and build them with its Makefile (in
     build-serial/; with ``trace``, in build-serial-trace/ with ``PE_SERIAL_TRACE``: a console
-    line for every sample applied, checkpoint saved and state restored)."""
+    line for every sample applied, checkpoint saved and state restored). The project's model
+    (``model.tflite``) is copied into the local cache under the firmware's model hash, so that
+    ``pull`` finds it without ``--model`` from anywhere (``codegen/model_store.py``)."""
     from ..targets import compiler, size_report, toolchain_available
     from ..targets.build import UART_SOURCES
     from ..toolchain.host import JOBS, BuildError
@@ -229,6 +231,9 @@ def build_serial_firmware(project: Project | str | Path, *, trace: bool = False
         raise BuildError(f"{proj.dir}: serial firmware build for {board.name} failed: "
                          f"{first_error(log)} (log: {out / 'build.log'})", log)
     elf = out / Path(proj.manifest["binary"]).name
+    from ..model_store import cache_model
+
+    cache_model(proj, model_hash(proj))     # pull finds the model by the device's hash
     rep = size_report(elf)
     sizes = {"flash_bytes": rep.flash_bytes, "sram_bytes": rep.sram_total_bytes}
     if sizes["sram_bytes"] > board.sram_budget or sizes["flash_bytes"] > board.flash_budget:

@@ -12,7 +12,10 @@
   (targets) from the per-sample results.
 - ``pull_model``: GET_PARAMS (CRC-checked snapshot), DESCRIBE (which tensors they are, which
   model and calibration the firmware was compiled from), the original model with the learned
-  values written back, saved through ``codegen.frontend``.
+  values written back, saved through ``codegen.frontend`` (.tflite, or a QDQ ONNX model for an
+  ``.onnx`` output). The original model is ``--model`` (checked against the sha256 the
+  firmware carries), else the one its project keeps (``--project DIR``, the current directory,
+  or the local cache keyed by the device's model hash: ``codegen/model_store.py``).
 """
 
 from __future__ import annotations
@@ -282,20 +285,44 @@ def tuned_from_params(graph: Any, names: list[str], params: bytes) -> Any:
 
 
 def original_graph(desc: dict[str, Any], model: str | Path | None,
-                   calib: str | Path | None) -> Any:
+                   calib: str | Path | None, *, model_hash: bytes | None = None,
+                   project: str | Path | None = None) -> Any:
     """The graph the firmware was compiled from: the model file (checked against the hash
-    the firmware carries), quantized with ``calib`` if it is a float model."""
+    the firmware carries), quantized with ``calib`` if it is a float model; without ``model``,
+    the model a project keeps (``project``, else the current directory when it is the
+    project of the firmware's ``model_hash``, else the local cache's entry for that hash; see
+    ``codegen/model_store.py``), else the file the device names, if it is here."""
+    return resolve_graph(desc, model, calib, model_hash=model_hash, project=project)[0]
+
+
+def resolve_graph(desc: dict[str, Any], model: str | Path | None, calib: str | Path | None,
+                  *, model_hash: bytes | None = None, project: str | Path | None = None
+                  ) -> tuple[Any, dict[str, Any]]:
+    """``original_graph`` and where the graph came from (``{"from": "model" | "project" |
+    "cache" | "file", "path": ...}``)."""
     from ..pipeline import load, quantize
 
     m = desc.get("model") or {}
+    if model is not None and project is not None:
+        raise PockError("give the original model (--model) or its project (--project), "
+                        "not both")
     if model is None:
+        stored = stored_graph(m, model_hash, project)
+        if stored is not None:
+            return stored
         name = m.get("name")
         if name and Path(name).is_file():
             model = Path(name)
+            where = {"from": "file", "path": str(model)}
         else:
-            raise PockError(f"give the original model with --model (the device was compiled "
-                            f"from {name or 'an unnamed model'}, sha256 "
-                            f"{str(m.get('sha256'))[:16]}...)")
+            tail = f", model hash {model_hash.hex()[:16]}..." if model_hash else ""
+            raise PockError(f"give the original model with --model or the project it was "
+                            f"compiled into with --project (the device was compiled from "
+                            f"{name or 'an unnamed model'}, sha256 "
+                            f"{str(m.get('sha256'))[:16]}...{tail}; neither the current "
+                            "directory nor the local cache has it)")
+    else:
+        where = {"from": "model", "path": str(model)}
     src = load(model)
     if m.get("sha256") and src.sha256 != m["sha256"]:
         raise PockError(f"{model}: not the model the device was compiled from (sha256 "
@@ -312,13 +339,71 @@ def original_graph(desc: dict[str, Any], model: str | Path | None,
             raise PockError(f"{calib}: not the calibration data the device's model was "
                             "quantized with (hash differs)")
         g = q.graph
-    return g
+    return g, where
+
+
+def _project_hash(project: Any) -> bytes | None:
+    from .firmware import model_hash
+
+    try:
+        return model_hash(project)
+    except OSError:
+        return None
+
+
+def _same_model(m: dict[str, Any], recorded: Any, where: str) -> None:
+    """The device's DESCRIBE model (name, sha256, calibration) against a stored record's."""
+    if not isinstance(recorded, dict):
+        return
+    for key in ("sha256", "calibration_sha256"):
+        if m.get(key) and recorded.get(key) and m[key] != recorded[key]:
+            raise PockError(f"{where}: compiled from another model than the device's firmware "
+                            f"({key.split('_')[0]} {str(recorded[key])[:16]}..., the "
+                            f"device's is {str(m[key])[:16]}...)")
+
+
+def stored_graph(m: dict[str, Any], model_hash: bytes | None, project: str | Path | None
+                 ) -> tuple[Any, dict[str, Any]] | None:
+    """The graph a project or the local cache keeps for the device (``m``: its DESCRIBE
+    model record; ``model_hash``: its INFO model hash), with where it came from; None when
+    there is none (no ``project`` given, the current directory is not the device's project
+    and the cache has no entry for the hash)."""
+    from ..model_store import cache_dir, cached_model, project_model
+    from ..render.output import open_project, read_manifest
+
+    if project is not None:
+        proj = open_project(project)
+        have = _project_hash(proj)
+        if model_hash is not None and have != model_hash:
+            raise PockError(f"{proj.dir}: not the project of the device's firmware (model "
+                            f"hash {have.hex()[:16] + '...' if have else 'unknown'}, the "
+                            f"device's is {model_hash.hex()[:16]}...; compiled again since?)")
+        _same_model(m, proj.manifest.get("model"), str(proj.dir))
+        return project_model(proj), {"from": "project", "path": str(proj.dir)}
+    if model_hash is None:
+        return None
+    here = Path.cwd()
+    if read_manifest(here) is not None:
+        proj = open_project(here)
+        if _project_hash(proj) == model_hash and isinstance(
+                (proj.manifest.get("model_file") or {}).get("path"), str):
+            _same_model(m, proj.manifest.get("model"), str(proj.dir))
+            return project_model(proj), {"from": "project", "path": str(proj.dir)}
+    hit = cached_model(model_hash)
+    if hit is None:
+        return None
+    graph, record = hit
+    _same_model(m, record.get("model"), f"cache entry {model_hash.hex()}")
+    return graph, {"from": "cache", "path": str(cache_dir() / record["path"])}
 
 
 def pull_model(dev: Device, output: str | Path, *, model: str | Path | None = None,
-               calib: str | Path | None = None) -> dict[str, Any]:
-    """Write the device's learned parameters into the original model, saved as ``output``."""
-    from ..frontend import save_model
+               calib: str | Path | None = None, project: str | Path | None = None
+               ) -> dict[str, Any]:
+    """Write the device's learned parameters into the original model, saved as ``output``
+    (``.onnx``: a QDQ ONNX model, else .tflite). The original model: ``model`` (with ``calib``
+    for a float one), else the model ``project`` keeps, else see ``original_graph``."""
+    from ..frontend import export_model
 
     info = dev.info()
     if not info.training or info.export_bytes == 0:
@@ -328,12 +413,14 @@ def pull_model(dev: Device, output: str | Path, *, model: str | Path | None = No
         raise DeviceError(f"{dev.port}: the firmware does not describe its parameters "
                           "(DESCRIBE is empty); it was not built by pockengine's serial "
                           "firmware")
+    graph, source = resolve_graph(desc, model, calib, model_hash=info.model_hash,
+                                  project=project)
     params = dev.get_params()
-    graph = original_graph(desc, model, calib)
     tuned = tuned_from_params(graph, list(desc["training"]["parameters"]), params)
     out = Path(output)
-    save_model(tuned, out)
-    return {"port": dev.port, "board": info.board, "output": str(out),
+    fmt = export_model(tuned, out)
+    return {"port": dev.port, "board": info.board, "output": str(out), "format": fmt,
+            "model_from": source["from"], "model_path": source["path"],
             "params_sha256": hashlib.sha256(params).hexdigest(), "params_bytes": len(params),
             "parameters": list(desc["training"]["parameters"]), "steps": info.steps,
             "last_seq": info.last_seq, "link": dev.link_report()}
