@@ -184,48 +184,6 @@ PE_ARM_INLINE void pe_arm_conv_pixels(const int16_t *cols, int32_t two, const in
     }
 }
 
-PE_ARM_KERNEL void pe_arm_conv_s8(const pe_context *ctx, const int8_t *input,
-                                  const int8_t *filter, int32_t packed, const int32_t *bias,
-                                  const int32_t *rq, int8_t *output, int32_t n, int32_t in_h, int32_t in_w,
-                                  int32_t in_c, int32_t out_h, int32_t out_w, int32_t out_c,
-                                  int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
-                                  int32_t pad_h, int32_t pad_w, int32_t dil_h, int32_t dil_w,
-                                  int32_t in_off, int32_t out_off, int32_t act_min,
-                                  int32_t act_max)
-{
-    const int32_t k = k_h * k_w * in_c;
-    int16_t *const cols = (int16_t *)ctx->buf;
-    int8_t *const stage = (int8_t *)(cols + 2 * ((k + 3) & ~3));
-    int32_t b, oy, ox;
-    for (b = 0; b < n; ++b) {
-        const int8_t *in = input + b * in_h * in_w * in_c;
-        int8_t *out = output + b * out_h * out_w * out_c;
-        int32_t pending = 0, py = 0, px = 0;     /* a pixel waiting for its pair */
-        for (oy = 0; oy < out_h; ++oy) {
-            for (ox = 0; ox < out_w; ++ox) {
-                pe_arm_column(cols, stage, pending, in, oy, ox, in_h, in_w, in_c, k_h, k_w,
-                              stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, in_off);
-                if (!pending) {
-                    pending = 1;
-                    py = oy;
-                    px = ox;
-                    continue;
-                }
-                pending = 0;
-                /* pixel (py, px) and the next one, (oy, ox), are adjacent in the output */
-                pe_arm_conv_pixels(cols, 1, filter, packed, bias, rq,
-                                   out + (py * out_w + px) * out_c, k, out_c, out_off, act_min,
-                                   act_max);
-            }
-        }
-        if (pending) {
-            pe_arm_conv_pixels(cols, 0, filter, packed, bias, rq,
-                               out + (py * out_w + px) * out_c, k, out_c, out_off, act_min,
-                               act_max);
-        }
-    }
-}
-
 /* -- frozen weights as an int16 stream ------------------------------------------------------------
  * A layer whose weights do not change at run time, with an even number of output channels and
  * the whole int8 range as its clamp, reads one int32 stream that codegen/backends/arm.py
@@ -615,28 +573,38 @@ PE_ARM_INLINE void pe_arm_pairs(const int16_t *cols, int32_t groups, const int32
     }
 }
 
-/* The convolution of the stream and rows forms: columns of k values rounded up to a multiple
- * of eight (zeros after them), two pixels at a time through pe_arm_w16_pairs (rows == 0) or
- * pe_arm_rows_pairs; the outputs of a last unpaired pixel are computed beside a zero column
- * into the scratch's spare out_c bytes. Scratch: two columns of k rounded up to a multiple of
- * 8 int16, a staging row as pe_arm_conv_s8's when in_c is not a multiple of four, out_c
- * bytes. */
-PE_ARM_INLINE void pe_arm_conv_pairs(const pe_context *ctx, const int8_t *input,
-                                     const int32_t *stream, const int8_t *rows,
-                                     const int32_t *bias, const int32_t *rq, int32_t mode,
-                                     int8_t *output, int32_t n, int32_t in_h, int32_t in_w,
-                                     int32_t in_c, int32_t out_h, int32_t out_w, int32_t out_c,
-                                     int32_t k_h, int32_t k_w, int32_t stride_h,
-                                     int32_t stride_w, int32_t pad_h, int32_t pad_w,
-                                     int32_t dil_h, int32_t dil_w, int32_t in_off)
+/* The loop every convolution body shares: the output pixels two at a time, their columns
+ * expanded into the scratch, then one of three forms over them:
+ *   PE_ARM_FORM_PIXELS  pe_arm_conv_pixels (packed pairs of int8 rows, or the filter as it
+ *                       is); columns of k values rounded up to four; a last unpaired pixel
+ *                       alone;
+ *   PE_ARM_FORM_STREAM  pe_arm_w16_pairs over the int16 stream,
+ *   PE_ARM_FORM_ROWS    pe_arm_rows_pairs over the filter as it is: columns of k values
+ *                       rounded up to eight (zeros after them); the outputs of a last unpaired
+ *                       pixel computed beside a zero column into the scratch's spare out_c
+ *                       bytes.
+ * Scratch: two int16 columns, a staging row of k rounded up to four bytes when in_c is not a
+ * multiple of four, and (stream and rows forms) out_c bytes. */
+enum { PE_ARM_FORM_PIXELS = 0, PE_ARM_FORM_STREAM = 1, PE_ARM_FORM_ROWS = 2 };
+
+PE_ARM_INLINE void pe_arm_conv_drive(const pe_context *ctx, const int8_t *input, int32_t form,
+                                     const int8_t *filter, int32_t packed,
+                                     const int32_t *stream, const int32_t *bias,
+                                     const int32_t *rq, int32_t mode, int8_t *output, int32_t n,
+                                     int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
+                                     int32_t out_w, int32_t out_c, int32_t k_h, int32_t k_w,
+                                     int32_t stride_h, int32_t stride_w, int32_t pad_h,
+                                     int32_t pad_w, int32_t dil_h, int32_t dil_w, int32_t in_off,
+                                     int32_t out_off, int32_t act_min, int32_t act_max)
 {
     const int32_t k = k_h * k_w * in_c;
     const int32_t k4 = (k + 3) & ~3, k8 = (k + 7) & ~7;
+    const int32_t kk = form == PE_ARM_FORM_PIXELS ? k4 : k8;
     int16_t *const cols = (int16_t *)ctx->buf;
-    int8_t *const stage = (int8_t *)(cols + 2 * k8);
+    int8_t *const stage = (int8_t *)(cols + 2 * kk);
     int8_t *const spare = stage + ((in_c & 3) != 0 ? k4 : 0);
     int32_t b, oy, ox, i;
-    if (k8 != k4) {                          /* the padding group of both columns: zeros */
+    if (kk != k4) {                          /* the padding group of both columns: zeros */
         for (i = 0; i < 8; ++i) {
             cols[2 * k4 + i] = 0;
         }
@@ -644,9 +612,10 @@ PE_ARM_INLINE void pe_arm_conv_pairs(const pe_context *ctx, const int8_t *input,
     for (b = 0; b < n; ++b) {
         const int8_t *in = input + b * in_h * in_w * in_c;
         int8_t *out = output + b * out_h * out_w * out_c;
-        int32_t pending = 0, py = 0, px = 0;
+        int32_t pending = 0, py = 0, px = 0;     /* a pixel waiting for its pair */
         for (oy = 0; oy < out_h; ++oy) {
             for (ox = 0; ox < out_w; ++ox) {
+                int8_t *oa;
                 pe_arm_column(cols, stage, pending, in, oy, ox, in_h, in_w, in_c, k_h, k_w,
                               stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, in_off);
                 if (!pending) {
@@ -656,19 +625,33 @@ PE_ARM_INLINE void pe_arm_conv_pairs(const pe_context *ctx, const int8_t *input,
                     continue;
                 }
                 pending = 0;
-                pe_arm_pairs(cols, k8 >> 2, stream, rows, bias, rq, mode,
-                             out + (py * out_w + px) * out_c, out + (oy * out_w + ox) * out_c,
-                             out_c >> 1);
+                oa = out + (py * out_w + px) * out_c;
+                if (form == PE_ARM_FORM_PIXELS) {
+                    /* pixel (py, px) and the next one, (oy, ox), are adjacent in the output */
+                    pe_arm_conv_pixels(cols, 1, filter, packed, bias, rq, oa, k, out_c,
+                                       out_off, act_min, act_max);
+                } else {
+                    pe_arm_pairs(cols, k8 >> 2, stream,
+                                 form == PE_ARM_FORM_ROWS ? filter : 0, bias, rq, mode, oa,
+                                 out + (oy * out_w + ox) * out_c, out_c >> 1);
+                }
             }
         }
-        if (pending) {
-            for (i = 0; i < k8; i += 4) {        /* column 1: zeros */
-                pe_arm_st32(cols + pe_arm_at(i, 1), 0u);
-                pe_arm_st32(cols + pe_arm_at(i, 1) + 2, 0u);
-            }
-            pe_arm_pairs(cols, k8 >> 2, stream, rows, bias, rq, mode,
-                         out + (py * out_w + px) * out_c, spare, out_c >> 1);
+        if (!pending) {
+            continue;
         }
+        if (form == PE_ARM_FORM_PIXELS) {
+            pe_arm_conv_pixels(cols, 0, filter, packed, bias, rq,
+                               out + (py * out_w + px) * out_c, k, out_c, out_off, act_min,
+                               act_max);
+            continue;
+        }
+        for (i = 0; i < k8; i += 4) {            /* column 1: zeros */
+            pe_arm_st32(cols + pe_arm_at(i, 1), 0u);
+            pe_arm_st32(cols + pe_arm_at(i, 1) + 2, 0u);
+        }
+        pe_arm_pairs(cols, k8 >> 2, stream, form == PE_ARM_FORM_ROWS ? filter : 0, bias, rq,
+                     mode, out + (py * out_w + px) * out_c, spare, out_c >> 1);
     }
 }
 
@@ -681,9 +664,9 @@ PE_ARM_KERNEL void pe_arm_conv_w16_s8(const pe_context *ctx, const int8_t *input
                                       int32_t stride_w, int32_t pad_h, int32_t pad_w,
                                       int32_t dil_h, int32_t dil_w, int32_t in_off)
 {
-    pe_arm_conv_pairs(ctx, input, stream, 0, bias, 0, mode, output, n, in_h, in_w, in_c, out_h,
-                      out_w, out_c, k_h, k_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
-                      in_off);
+    pe_arm_conv_drive(ctx, input, PE_ARM_FORM_STREAM, 0, 1, stream, bias, 0, mode, output, n,
+                      in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w, pad_h,
+                      pad_w, dil_h, dil_w, in_off, 0, -128, 127);
 }
 
 /* pe_arm_conv_s8 over weights that training changes (pe_arm_rows_pairs: k a multiple of
@@ -697,9 +680,24 @@ PE_ARM_KERNEL void pe_arm_conv_rows_s8(const pe_context *ctx, const int8_t *inpu
                                        int32_t pad_h, int32_t pad_w, int32_t dil_h,
                                        int32_t dil_w, int32_t in_off)
 {
-    pe_arm_conv_pairs(ctx, input, 0, filter, bias, rq, mode, output, n, in_h, in_w, in_c, out_h,
-                      out_w, out_c, k_h, k_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
-                      in_off);
+    pe_arm_conv_drive(ctx, input, PE_ARM_FORM_ROWS, filter, 0, 0, bias, rq, mode, output, n,
+                      in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w, pad_h,
+                      pad_w, dil_h, dil_w, in_off, 0, -128, 127);
+}
+
+/* The convolution over packed int8 pairs of rows (packed = 1) or the filter as it is */
+PE_ARM_KERNEL void pe_arm_conv_s8(const pe_context *ctx, const int8_t *input,
+                                  const int8_t *filter, int32_t packed, const int32_t *bias,
+                                  const int32_t *rq, int8_t *output, int32_t n, int32_t in_h,
+                                  int32_t in_w, int32_t in_c, int32_t out_h, int32_t out_w,
+                                  int32_t out_c, int32_t k_h, int32_t k_w, int32_t stride_h,
+                                  int32_t stride_w, int32_t pad_h, int32_t pad_w, int32_t dil_h,
+                                  int32_t dil_w, int32_t in_off, int32_t out_off,
+                                  int32_t act_min, int32_t act_max)
+{
+    pe_arm_conv_drive(ctx, input, PE_ARM_FORM_PIXELS, filter, packed, 0, bias, rq, 0, output,
+                      n, in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w,
+                      pad_h, pad_w, dil_h, dil_w, in_off, out_off, act_min, act_max);
 }
 
 #endif /* PE_ARM_CONV_H */

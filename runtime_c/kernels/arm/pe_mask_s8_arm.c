@@ -3,9 +3,10 @@
  * DSP extension: per word of four values, SSUB8 sets the GE flags of the bytes above lo and SEL
  * keeps them, again for the bytes below hi, and one multiply gathers the four byte flags into
  * four bits (byte j holding 0 or 1: (w * 0x01020408) >> 24 has it in bit j, with no carries
- * between the partial products). About 2.5 instructions a value instead of about 10. */
+ * between the partial products). About 2.5 instructions a value instead of about 10. */ 
 #include "pe_arm.h"
 #include "pe_arm_kernels.h"
+#include "pe_train_kernels.h"
 
 #if PE_ARM_DSP
 /* 0x01 in each byte of y (four int8 values) that lies above lo and below hi: lo1 and hi1 hold
@@ -29,10 +30,10 @@ static inline uint32_t pe_arm_inside8(uint32_t y, uint32_t lo1, uint32_t hi1)
 void pe_act_mask_s8_arm(const pe_activation *params, int32_t size, const int8_t *y,
                         uint8_t *mask)
 {
-    const int32_t lo = params->min;
-    const int32_t hi = params->max;
     int32_t i = 0;
 #if PE_ARM_DSP
+    const int32_t lo = params->min;
+    const int32_t hi = params->max;
     if (lo < 127 && hi > -128) {
         const uint32_t lo1 = 0x01010101u * (uint32_t)(uint8_t)(int8_t)(lo + 1);
         const uint32_t hi1 = 0x01010101u * (uint32_t)(uint8_t)(int8_t)(hi - 1);
@@ -43,16 +44,7 @@ void pe_act_mask_s8_arm(const pe_activation *params, int32_t size, const int8_t 
         }
     }
 #endif
-    for (; i < size; i += 8) {
-        const int32_t n = size - i < 8 ? size - i : 8;
-        uint32_t byte = 0u;
-        int32_t j;
-        for (j = 0; j < n; ++j) {
-            const int32_t v = y[i + j];
-            if (v > lo && v < hi) {
-                byte |= 1u << j;
-            }
-        }
-        mask[i >> 3] = (uint8_t)byte;
+    if (i < size) {                          /* the rest (a multiple of eight behind): ref */
+        pe_act_mask_s8(params, size - i, y + i, mask + (i >> 3));
     }
 }
