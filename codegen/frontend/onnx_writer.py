@@ -47,7 +47,7 @@ import numpy as np
 
 from .. import __version__
 from ..errors import ModelError
-from ..ir import Graph, Op, Tensor, verify
+from ..ir import Graph, Op, Tensor, free_name, verify
 from .onnx_layout import reshape_is_plain, same_order
 
 __all__ = ["ONNX_OPSET", "check_onnx_export", "write_onnx"]
@@ -125,10 +125,7 @@ class _Writer:
         return ModelError(f"cannot export op {op.name!r} ({op.type}) to ONNX: {msg}")
 
     def fresh(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.used:
-            name = f"{base}_{k}"
-            k += 1
+        name = free_name(base, self.used)
         self.used.add(name)
         return name
 

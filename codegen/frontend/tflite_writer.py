@@ -25,7 +25,7 @@ import numpy as np
 import tflite
 
 from ..errors import ModelError
-from ..ir import Graph, Op, QuantParams, Tensor, same_padding, verify
+from ..ir import Graph, Op, QuantParams, Tensor, free_name, same_padding, verify
 from .tflite_schema import (
     DEFAULT_OP_VERSIONS,
     DTYPE_TO_TENSOR_TYPE,
@@ -84,10 +84,7 @@ class _Lowering:
         return len(self.tensors) - 1
 
     def new_name(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.names:
-            name = f"{base}_{k}"
-            k += 1
+        name = free_name(base, self.names)
         self.names.add(name)
         return name
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,6 +116,15 @@ class Tensor:
         return dataclasses.replace(self, **changes)
 
 
+def free_name(base: str, used: Container[str]) -> str:
+    """``base``, or ``base_<k>`` with the first k >= 1 that ``used`` does not hold."""
+    name, k = base, 1
+    while name in used:
+        name = f"{base}_{k}"
+        k += 1
+    return name
+
+
 @dataclass(frozen=True, eq=False)
 class Op:
     type: str                          # one of ops.OP_SPECS
@@ -152,13 +161,7 @@ class Graph:
         return tensor
 
     def unique_name(self, base: str) -> str:
-        names = self.tensors.keys() | {op.name for op in self.ops}
-        if base not in names:
-            return base
-        i = 1
-        while f"{base}_{i}" in names:
-            i += 1
-        return f"{base}_{i}"
+        return free_name(base, self.tensors.keys() | {op.name for op in self.ops})
 
     def add_op(self, op: Op) -> Op:
         self.ops.append(op)

@@ -314,22 +314,21 @@ PE_ARM_INLINE void pe_arm_conv_pixels(const int16_t *cols, int32_t two, const in
 
 /* the rows form (pe_arm_rows_pairs): weights int8 as they are, row 1 of a pair k bytes after
  * row 0 (st holds k - 4), expanded with SXTB16 in the loop */
+/* one int8 weight word w of a channel (its four values expanded with SXTB16 into lo and w)
+ * against both pixels' column words: accumulators a (pixel a) and b (pixel b) */
+#define PE_ARM_SX_DOTS(w, lo, a, b)                           \
+    "sxtb16 %[" lo "], %[" w "]\n\t"                          \
+    "sxtb16 %[" w "], %[" w "], ror #8\n\t"                   \
+    "smlad %[" a "], %[x0], %[" lo "], %[" a "]\n\t"          \
+    "smlad %[" a "], %[x1], %[" w "], %[" a "]\n\t"           \
+    "smlad %[" b "], %[x2], %[" lo "], %[" b "]\n\t"          \
+    "smlad %[" b "], %[x3], %[" w "], %[" b "]\n\t"
 #define PE_ARM_ROWS_GROUP                                \
     PE_ARM_COLS                                          \
     "ldr %[t0], [%[wp]], #4\n\t"                         \
-    "sxtb16 %[t1], %[t0]\n\t"                            \
-    "sxtb16 %[t0], %[t0], ror #8\n\t"                    \
-    "smlad %[a0], %[x0], %[t1], %[a0]\n\t"               \
-    "smlad %[a0], %[x1], %[t0], %[a0]\n\t"               \
-    "smlad %[b0], %[x2], %[t1], %[b0]\n\t"               \
-    "smlad %[b0], %[x3], %[t0], %[b0]\n\t"               \
+    PE_ARM_SX_DOTS("t0", "t1", "a0", "b0")               \
     "ldr %[t0], [%[wp], %[st]]\n\t"                      \
-    "sxtb16 %[t1], %[t0]\n\t"                            \
-    "sxtb16 %[t0], %[t0], ror #8\n\t"                    \
-    "smlad %[a1], %[x0], %[t1], %[a1]\n\t"               \
-    "smlad %[a1], %[x1], %[t0], %[a1]\n\t"               \
-    "smlad %[b1], %[x2], %[t1], %[b1]\n\t"               \
-    "smlad %[b1], %[x3], %[t0], %[b1]\n\t"
+    PE_ARM_SX_DOTS("t0", "t1", "a1", "b1")
 #define PE_ARM_ROWS_ASM(q)                                                            \
     __asm__ volatile(                                                                 \
         "sub sp, sp, #32\n\t"                                                         \
@@ -359,18 +358,8 @@ PE_ARM_INLINE void pe_arm_conv_pixels(const int16_t *cols, int32_t two, const in
 #define PE_ARM_RAW_GROUP                                 \
     PE_ARM_COLS                                          \
     "ldrd %[t0], %[t1], [%[wp]], #8\n\t"                 \
-    "sxtb16 %[st], %[t0]\n\t"                            \
-    "sxtb16 %[t0], %[t0], ror #8\n\t"                    \
-    "smlad %[a0], %[x0], %[st], %[a0]\n\t"               \
-    "smlad %[a0], %[x1], %[t0], %[a0]\n\t"               \
-    "smlad %[b0], %[x2], %[st], %[b0]\n\t"               \
-    "smlad %[b0], %[x3], %[t0], %[b0]\n\t"               \
-    "sxtb16 %[st], %[t1]\n\t"                            \
-    "sxtb16 %[t1], %[t1], ror #8\n\t"                    \
-    "smlad %[a1], %[x0], %[st], %[a1]\n\t"               \
-    "smlad %[a1], %[x1], %[t1], %[a1]\n\t"               \
-    "smlad %[b1], %[x2], %[st], %[b1]\n\t"               \
-    "smlad %[b1], %[x3], %[t1], %[b1]\n\t"
+    PE_ARM_SX_DOTS("t0", "st", "a0", "b0")               \
+    PE_ARM_SX_DOTS("t1", "st", "a1", "b1")
 #define PE_ARM_RAW_ASM                                                                \
     __asm__ volatile(                                                                 \
         "sub sp, sp, #24\n\t"                                                         \
