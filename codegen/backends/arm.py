@@ -143,7 +143,7 @@ def pack_rows(weight: np.ndarray, block: int) -> np.ndarray:
 
 
 W16_KERNEL = "pe_arm_conv_w16_s8"  # the conv body over the int16 weight stream
-FAST, SIGNED = 1, 2                 # PE_ARM_FAST, PE_ARM_SIGNED in arm/pe_arm.h
+FAST, SIGNED, NATURAL = 1, 2, 4     # PE_ARM_FAST, PE_ARM_SIGNED, PE_ARM_NATURAL in arm/pe_arm.h
 FAST_ACC_BOUND = 1 << 29            # |acc| bound of the fast requantization form
 FAST_MAX_E = 21
 FULL_RANGE = (-128, 127)
@@ -216,16 +216,30 @@ def raw_stream(weight: np.ndarray) -> np.ndarray:
     return np.concatenate([np.zeros((rows // 2, 4), np.int64), words], axis=1).reshape(-1)
 
 
+def _natural_blocks(w: np.ndarray) -> np.ndarray:
+    """Rows (out, k) of int16 values, an even count, as the natural stream's weights: per pair
+    of rows and block of eight values row 0's eight, then row 1's (k padded with zeros to a
+    multiple of eight), as int32 words of two values each. (pairs, 8 * blocks) int32."""
+    rows, k = w.shape
+    k8 = -(-k // 8) * 8
+    padded = np.zeros((rows, k8), np.int64)
+    padded[:, :k] = w
+    blocks = padded.reshape(rows // 2, 2, k8 // 8, 8).transpose(0, 2, 1, 3)
+    halves = (blocks.reshape(rows // 2, -1, 2) & 0xFFFF)
+    return ((halves[..., 0] | (halves[..., 1] << 16)).astype(np.uint32)).view(np.int32)
+
+
 def w16_stream(weight: np.ndarray, bias: np.ndarray | None, words: np.ndarray, zero_point: int,
-               fast: bool) -> np.ndarray:
+               fast: bool, natural: bool = False) -> np.ndarray:
     """The int32 stream of pe_arm_conv_w16_s8 (arm/pe_arm_conv.h) for frozen weights (out, k)
     with an even number of rows: per pair of rows the bias pair twice (fast form, doubled), the
     weights as int16 pairs per group of four values and row (doubled in the fast form; groups
     padded with zeros to an even count), the requantization words of the two rows. ``words``:
-    ``requant_words`` (unfolded); the output zero point goes into them here."""
+    ``requant_words`` (unfolded); the output zero point goes into them here. ``natural``: the
+    weights in Helium's order instead (``_natural_blocks``, mode PE_ARM_NATURAL)."""
     w = np.asarray(weight, dtype=np.int64).reshape(weight.shape[0], -1) * (2 if fast else 1)
     rows = w.shape[0]
-    packed = _pair_groups(w)
+    packed = _natural_blocks(w) if natural else _pair_groups(w)
     q = np.asarray(words, dtype=np.int64).reshape(rows, RQ_WORDS)
     if fast:
         rq = fast_words(q, zero_point)
@@ -261,18 +275,20 @@ def conv_w16_scratch(k_h: int, k_w: int, in_c: int, out_c: int) -> int:
     return 2 * ((k + 7) & ~7) * 2 + (((k + 3) & ~3) if in_c % 4 else 0) + out_c
 
 
-def _conv_w16(call: KernelCall, graph: Graph, w) -> KernelCall | None:
-    """The stream form of a conv record with frozen weights ``w``, or None."""
+def _conv_w16(call: KernelCall, graph: Graph, w, helium: bool = False) -> KernelCall | None:
+    """The stream form of a conv record with frozen weights ``w``, or None; ``helium``: in
+    natural order for Helium's VMLADAV (cores with MVE)."""
     out_c = int(w.shape[0])
     mode = _w16_mode(call, graph, int(np.prod(w.shape[1:])), out_c)
     if mode is None:
         return None
+    mode |= NATURAL if helium else 0
     fast = bool(mode & FAST)
     bias = call.arg("bias")
     bt = _bias_tensor(call, graph)
     b = bt.data if bt is not None else None
     stream = w16_stream(w.data, b, call.arg("rq").value.values,
-                        int(call.arg("params").value.values["output_offset"]), fast)
+                        int(call.arg("params").value.values["output_offset"]), fast, helium)
     p, i, o = (call.arg(n).value.values for n in ("params", "input_dims", "output_dims"))
     f = call.arg("filter_dims").value.values
     st, pad, dil = (p[n].values for n in ("stride", "padding", "dilation"))
@@ -282,8 +298,11 @@ def _conv_w16(call: KernelCall, graph: Graph, w) -> KernelCall | None:
             ("mode", ScalarArg("int32_t", mode)), ("output", call.arg("output")),
             *_i32(o["n"], i["h"], i["w"], i["c"], o["h"], o["w"], o["c"], f["h"], f["w"],
                   st["h"], st["w"], pad["h"], pad["w"], dil["h"], dil["w"], p["input_offset"])]
-    return replace(call, kernel=W16_KERNEL, args=tuple(args),
-                   scratch_bytes=conv_w16_scratch(int(f["h"]), int(f["w"]), int(i["c"]), out_c))
+    scratch = conv_w16_scratch(int(f["h"]), int(f["w"]), int(i["c"]), out_c)
+    if helium:                     # natural columns and a staging row of k8 bytes, out_c
+        k8 = (int(np.prod(w.shape[1:])) + 7) & ~7
+        scratch = 2 * k8 * 2 + k8 + out_c
+    return replace(call, kernel=W16_KERNEL, args=tuple(args), scratch_bytes=scratch)
 
 
 def _dw_kernel_sums(call: KernelCall, graph: Graph | None) -> Arg:
@@ -326,7 +345,8 @@ def _conv_rows(call: KernelCall, graph: Graph, w) -> KernelCall | None:
                    scratch_bytes=conv_w16_scratch(int(f["h"]), int(f["w"]), int(i["c"]), out_c))
 
 
-def body_call(call: KernelCall, graph: Graph | None = None) -> KernelCall:
+def body_call(call: KernelCall, graph: Graph | None = None, target: Target | None = None
+              ) -> KernelCall:
     """The specialised form of an out-of-line arm record: the kernel's body with its shapes,
     offsets and clamps as literal int32 arguments (see the module docstring), the output zero
     point folded into the requantization constants where it fits (``fold_zero_point``). A
@@ -353,7 +373,7 @@ def body_call(call: KernelCall, graph: Graph | None = None) -> KernelCall:
         packed = w is not None and w.data is not None and w.name not in mutable_tensors(graph)
         if packed and kernel == "pe_arm_conv_s8":
             assert graph is not None
-            w16 = _conv_w16(call, graph, w)
+            w16 = _conv_w16(call, graph, w, "mve" in (target or Target()).features)
             if w16 is not None:
                 return w16
         if w is not None and not packed and kernel == "pe_arm_conv_s8":
@@ -529,7 +549,7 @@ def _specialised(builder: Builder) -> Builder:
         call = builder(graph, op, batch, target)
         if call is None or GENERIC in target.features:
             return call
-        return body_call(call, graph)
+        return body_call(call, graph, target)
     return build
 
 

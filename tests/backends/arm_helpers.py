@@ -1,5 +1,6 @@
-"""arm backend test helpers: the records of its three forms (specialised body over packed
-weights, body over the weights as they are, out of line), and a host library of its kernels
+"""arm backend test helpers: the records of its forms (specialised body over packed
+weights, body over the weights as they are, out of line, and the Helium streams of an MVE
+core), and a host library of its kernels
 (the bodies exported through PE_ARM_EXTERN, the out-of-line kernels, and ref for what arm
 declines)."""
 
@@ -15,7 +16,8 @@ from tests.kernels.c_runner import INCLUDES, KERNELS_DIR, compile_objects
 ARM_SOURCES = sorted((KERNELS_DIR / "arm").glob("*.c"))
 BODIES_HARNESS = Path(__file__).with_name("arm_bodies.c")
 ARM_INCLUDES = [*INCLUDES, f"-I{KERNELS_DIR / 'arm'}"]
-FORMS = ("arm", "arm-plain", "arm-ool")
+FORMS = ("arm", "arm-plain", "arm-ool", "arm-helium")
+HELIUM = Target("helium", "cortex-m", frozenset({"dsp", "mve"}))   # the natural streams
 
 
 def arm_record(graph: Graph, op: Op, batch: int = 1, target: Target | None = None,
@@ -23,6 +25,8 @@ def arm_record(graph: Graph, op: Op, batch: int = 1, target: Target | None = Non
     """The arm record of ``op`` in one of FORMS, or None when arm declines it."""
     if form == "arm":
         return ARM.build(graph, op, batch, target or Target())
+    if form == "arm-helium":
+        return ARM.build(graph, op, batch, HELIUM)
     ool = out_of_line(graph, op, batch, target)
     if ool is None or form == "arm-ool":
         return ool

@@ -65,6 +65,16 @@
 #define PE_ARM_DSP 0
 #endif
 
+/* Helium (MVE, the Cortex-M55's vector extension): the integer intrinsics where the core has
+ * them; kernels keep an exact scalar version of the same arithmetic for the other cores and
+ * the host. */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && defined(__GNUC__)
+#define PE_ARM_HELIUM 1
+#include <arm_mve.h>
+#else
+#define PE_ARM_HELIUM 0
+#endif
+
 /* 32 bits from any address (one LDR on cores with unaligned access; memcpy elsewhere). */
 static inline uint32_t pe_arm_ld32(const void *p)
 {
@@ -241,8 +251,10 @@ static inline int32_t pe_arm_requant(int32_t acc, const int32_t *rq)
  *  - otherwise the one-rounding form above, words {2^(e-2) [+ zp * 2^(e-1)], m, e-1}.
  *  - PE_ARM_SIGNED: negative accumulators need the sign fix. Without it (the output zero point
  *    is -128, the clamp's floor) every negative accumulator gives at most the zero point
- *    before the clamp and -128 after it either way, so the fix is skipped. */
-enum { PE_ARM_FAST = 1, PE_ARM_SIGNED = 2 };
+ *    before the clamp and -128 after it either way, so the fix is skipped.
+ *  - PE_ARM_NATURAL (conv streams only): the weights in natural order, eight values of a
+ *    channel after another, for Helium's VMLADAV (pe_arm_conv.h). */
+enum { PE_ARM_FAST = 1, PE_ARM_SIGNED = 2, PE_ARM_NATURAL = 4 };
 
 /* (c * 2^32 + a * m + 2^31) >> 32, the low 32 bits (SMMLAR) */
 static inline int32_t pe_arm_smmlar(int32_t a, int32_t m, int32_t c)

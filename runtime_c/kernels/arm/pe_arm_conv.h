@@ -562,6 +562,147 @@ PE_ARM_INLINE void pe_arm_pairs(const int16_t *cols, int32_t groups, const int32
     }
 }
 
+/* -- Helium: the stream in natural order ----------------------------------------------------
+ * Mode PE_ARM_NATURAL (cores with MVE): per pair of output channels the stream holds [the
+ * fast form's four bias words], then per block of eight values channel 0's eight int16 and
+ * channel 1's, then the six requantization words; the two columns are plain int16 rows of k
+ * rounded up to eight values (x + offset, zeros after k). Per block: four VLDRH and four
+ * VMLADAVA, 32 multiply-accumulates. */
+
+/* column (natural order) of output pixel (oy, ox): the window's bytes gathered into `stage`
+ * (padding as the input zero point; pointwise windows read the input directly), then each
+ * byte plus the offset as int16; k8 - k zeros after them */
+PE_ARM_INLINE void pe_arm_column_natural(int16_t *col, int8_t *stage, const int8_t *in,
+                                         int32_t oy, int32_t ox, int32_t in_h, int32_t in_w,
+                                         int32_t c, int32_t k_h, int32_t k_w, int32_t stride_h,
+                                         int32_t stride_w, int32_t pad_h, int32_t pad_w,
+                                         int32_t dil_h, int32_t dil_w, int32_t in_off)
+{
+    const int32_t k = k_h * k_w * c;
+    const int32_t k8 = (k + 7) & ~7;
+    const int8_t *src;
+    int32_t i;
+    if (k_h == 1 && k_w == 1 && pad_h == 0 && pad_w == 0 && (k & 7) == 0) {
+        src = in + ((oy * stride_h) * in_w + ox * stride_w) * c;
+    } else {
+        const int8_t zp = (int8_t)(-in_off);
+        const int32_t iy0 = oy * stride_h - pad_h, ix0 = ox * stride_w - pad_w;
+        int32_t ky, kx, pos = 0;
+        for (ky = 0; ky < k_h; ++ky) {
+            const int32_t iy = iy0 + ky * dil_h;
+            for (kx = 0; kx < k_w; ++kx, pos += c) {
+                const int32_t ix = ix0 + kx * dil_w;
+                if (iy < 0 || iy >= in_h || ix < 0 || ix >= in_w) {
+                    memset(stage + pos, zp, (size_t)c);
+                } else {
+                    memcpy(stage + pos, in + (iy * in_w + ix) * c, (size_t)c);
+                }
+            }
+        }
+        for (i = k; i < k8; ++i) {
+            stage[i] = zp;
+        }
+        src = stage;
+    }
+#if PE_ARM_HELIUM
+    for (i = 0; i < k8; i += 8) {
+        vst1q_s16(col + i, vaddq_n_s16(vldrbq_s16(src + i), (int16_t)in_off));
+    }
+#else
+    for (i = 0; i < k8; ++i) {
+        col[i] = (int16_t)((int32_t)src[i] + in_off);
+    }
+#endif
+    for (i = k; i < k8; ++i) {              /* padding values: 0 (their weights are 0 too) */
+        col[i] = 0;
+    }
+}
+
+/* pe_arm_w16_pairs over a natural stream: columns a and b (k8 = 8 * blocks values each) */
+PE_ARM_INLINE void pe_arm_natural_pairs(const int16_t *ca, const int16_t *cb, int32_t blocks,
+                                        const int32_t *s, const int32_t *bias, int32_t mode,
+                                        int8_t *oa, int8_t *ob, int32_t pairs)
+{
+    const int32_t head = (mode & PE_ARM_FAST) ? 4 : 0;
+    const int32_t per_pair = head + 8 * blocks + 2 * PE_ARM_RQ_WORDS;
+    int32_t p, j;
+    for (p = 0; p < pairs; ++p, s += per_pair) {
+        const int16_t *w = (const int16_t *)(const void *)(s + head);
+        const int32_t *rq = s + head + 8 * blocks;
+        int32_t a0, a1, b0, b1, blk;
+        if (mode & PE_ARM_FAST) {
+            a0 = b0 = s[0];
+            a1 = b1 = s[1];
+        } else {
+            a0 = b0 = bias[2 * p];
+            a1 = b1 = bias[2 * p + 1];
+        }
+        for (blk = 0; blk < blocks; ++blk, w += 16) {
+#if PE_ARM_HELIUM
+            const int16x8_t xa = vldrhq_s16(ca + 8 * blk), xb = vldrhq_s16(cb + 8 * blk);
+            const int16x8_t w0 = vldrhq_s16(w), w1 = vldrhq_s16(w + 8);
+            a0 = vmladavaq_s16(a0, xa, w0);
+            b0 = vmladavaq_s16(b0, xb, w0);
+            a1 = vmladavaq_s16(a1, xa, w1);
+            b1 = vmladavaq_s16(b1, xb, w1);
+#else
+            for (j = 0; j < 8; ++j) {                /* wrapping int32 sums, as VMLADAVA */
+                const int32_t xa = ca[8 * blk + j], xb = cb[8 * blk + j];
+                a0 = pe_s32_from_u32((uint32_t)a0 + (uint32_t)(xa * w[j]));
+                b0 = pe_s32_from_u32((uint32_t)b0 + (uint32_t)(xb * w[j]));
+                a1 = pe_s32_from_u32((uint32_t)a1 + (uint32_t)(xa * w[8 + j]));
+                b1 = pe_s32_from_u32((uint32_t)b1 + (uint32_t)(xb * w[8 + j]));
+            }
+#endif
+        }
+        oa[2 * p] = pe_arm_clamp8(pe_arm_requant_mode(a0, rq, mode), 0, -128, 127);
+        ob[2 * p] = pe_arm_clamp8(pe_arm_requant_mode(b0, rq, mode), 0, -128, 127);
+        oa[2 * p + 1] = pe_arm_clamp8(pe_arm_requant_mode(a1, rq + 3, mode), 0, -128, 127);
+        ob[2 * p + 1] = pe_arm_clamp8(pe_arm_requant_mode(b1, rq + 3, mode), 0, -128, 127);
+    }
+    (void)j;
+}
+
+/* pe_arm_conv_w16_s8 over a natural stream: two pixels at a time (a last unpaired pixel beside
+ * a zero column, its partner's outputs into the spare bytes). Scratch: two int16 columns of
+ * k rounded up to eight, a staging row of as many bytes, out_c bytes. */
+PE_ARM_INLINE void pe_arm_conv_natural(const pe_context *ctx, const int8_t *input,
+                                       const int32_t *stream, const int32_t *bias, int32_t mode,
+                                       int8_t *output, int32_t n, int32_t in_h, int32_t in_w,
+                                       int32_t in_c, int32_t out_h, int32_t out_w, int32_t out_c,
+                                       int32_t k_h, int32_t k_w, int32_t stride_h,
+                                       int32_t stride_w, int32_t pad_h, int32_t pad_w,
+                                       int32_t dil_h, int32_t dil_w, int32_t in_off)
+{
+    const int32_t k8 = (k_h * k_w * in_c + 7) & ~7;
+    int16_t *const ca = (int16_t *)ctx->buf;
+    int16_t *const cb = ca + k8;
+    int8_t *const stage = (int8_t *)(cb + k8);
+    int8_t *const spare = stage + k8;
+    int32_t b, pix, i;
+    for (b = 0; b < n; ++b) {
+        const int8_t *in = input + b * in_h * in_w * in_c;
+        int8_t *out = output + b * out_h * out_w * out_c;
+        const int32_t count = out_h * out_w;
+        for (pix = 0; pix < count; pix += 2) {
+            pe_arm_column_natural(ca, stage, in, pix / out_w, pix % out_w, in_h, in_w, in_c,
+                                  k_h, k_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+                                  in_off);
+            if (pix + 1 < count) {
+                pe_arm_column_natural(cb, stage, in, (pix + 1) / out_w, (pix + 1) % out_w, in_h,
+                                      in_w, in_c, k_h, k_w, stride_h, stride_w, pad_h, pad_w,
+                                      dil_h, dil_w, in_off);
+            } else {
+                for (i = 0; i < k8; ++i) {
+                    cb[i] = 0;
+                }
+            }
+            pe_arm_natural_pairs(ca, cb, k8 >> 3, stream, bias, mode, out + pix * out_c,
+                                 pix + 1 < count ? out + (pix + 1) * out_c : spare, out_c >> 1);
+        }
+    }
+}
+
 /* The loop every convolution body shares: the output pixels two at a time, their columns
  * expanded into the scratch, then one of three forms over them:
  *   PE_ARM_FORM_PIXELS  pe_arm_conv_pixels (packed pairs of int8 rows, or the filter as it
@@ -653,6 +794,12 @@ PE_ARM_KERNEL void pe_arm_conv_w16_s8(const pe_context *ctx, const int8_t *input
                                       int32_t stride_w, int32_t pad_h, int32_t pad_w,
                                       int32_t dil_h, int32_t dil_w, int32_t in_off)
 {
+    if (mode & PE_ARM_NATURAL) {
+        pe_arm_conv_natural(ctx, input, stream, bias, mode, output, n, in_h, in_w, in_c, out_h,
+                            out_w, out_c, k_h, k_w, stride_h, stride_w, pad_h, pad_w, dil_h,
+                            dil_w, in_off);
+        return;
+    }
     pe_arm_conv_drive(ctx, input, PE_ARM_FORM_STREAM, 0, 1, stream, bias, 0, mode, output, n,
                       in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w, pad_h,
                       pad_w, dil_h, dil_w, in_off, 0, -128, 127);
