@@ -83,6 +83,26 @@ def dw_fast(rng: Rng) -> Case:
     return _full_range(rng, graph), batch
 
 
+def dw_ties(rng: Rng) -> Case:
+    """Depthwise layers with a small right shift (input scale 1/2, weight scale 1/8, output
+    scale 2/1.01: multiplier 1.01 * 2^30, shift -4), so that one result in sixteen falls on a
+    rounding tie, negative ones included (TFLM rounds them away from zero), over channel counts
+    that are multiples of four (Helium's four-channel path) and not."""
+    k = (int(rng.choice([1, 3, 5])), int(rng.choice([1, 3, 5])))
+    graph, batch = cmsis_cases._dw(rng, 1, k, int(rng.choice([4, 8, 12, 6])))
+    op = graph.ops[0]
+    for name, scale in ((op.inputs[0], 0.5), (op.inputs[1], 0.125), (op.outputs[0], 2 / 1.01)):
+        t = graph.tensors[name]
+        q = t.quant
+        graph.tensors[name] = replace(t, quant=replace(
+            q, scale=np.full(np.shape(q.scale), scale, np.float32)))
+    if len(op.inputs) > 2 and op.inputs[2]:
+        b = graph.tensors[op.inputs[2]]
+        graph.tensors[b.name] = replace(b, quant=replace(
+            b.quant, scale=np.full(np.shape(b.quant.scale), 0.0625, np.float32)))
+    return graph, batch
+
+
 def _full_range(rng: Rng, graph: Graph) -> Graph:
     """The case with no fused activation, its output zero point -128 half of the time."""
     op = graph.ops[0]
@@ -96,8 +116,8 @@ def _full_range(rng: Rng, graph: Graph) -> Graph:
 FAMILIES: dict[str, list[tuple[float, Callable[[Rng], Case]]]] = {
     "conv2d": [(0.25, lambda rng: cmsis_cases.case("conv2d", rng)), (0.15, conv_pointwise),
                (0.15, conv_kxk), (0.45, conv_stream)],
-    "depthwise_conv2d": [(0.4, lambda rng: cmsis_cases.case("depthwise_conv2d", rng)),
-                         (0.3, dw_window), (0.3, dw_fast)],
+    "depthwise_conv2d": [(0.35, lambda rng: cmsis_cases.case("depthwise_conv2d", rng)),
+                         (0.25, dw_window), (0.25, dw_fast), (0.15, dw_ties)],
     "fully_connected": [(1.0, fc_wide)],
     "add": [(1.0, lambda rng: cmsis_cases.case("add", rng))],
 }
