@@ -50,7 +50,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def cmd_quantize(args: argparse.Namespace) -> int:
     from .data import fit_input, load_npz
-    from .frontend import save_model
+    from .frontend import export_model
     from .quant import quantize
 
     graph = _load(args.model)
@@ -65,8 +65,8 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     out = Path(args.output)
     _refuse_overwrite(out, args.force)
     q = quantize(graph, fit_input(graph, x, f"{args.calib} x"), per_channel=not args.per_tensor)
-    save_model(q, out)
-    print(f"wrote {out}: int8 model, calibrated on {len(x)} samples", file=sys.stderr)
+    fmt = export_model(q, out)
+    print(f"wrote {out}: int8 model ({fmt}), calibrated on {len(x)} samples", file=sys.stderr)
     return 0
 
 
@@ -429,12 +429,29 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.epochs is not None and not args.data:
         raise PockError(f"--epochs {args.epochs}: epochs are passes over training data; give "
                         "--data with it (without --data nothing is trained on the device)")
+    from .pipeline import COMPILE_STAGES
+    from .progress import show_progress, step_bar
+
     calib = load_npz(args.calib)[0] if args.calib else None
-    proj = compile_model(args.model, board=args.board, spec=args.train, calib=calib,
-                         out_dir=args.output, prefix=args.prefix, backend=args.backend,
-                         force=args.force, data=args.data, evals=args.eval,
-                         epochs=1 if args.epochs is None else args.epochs, seed=args.seed,
-                         shuffle=not args.no_shuffle, measure=not args.no_measure)
+    bar = step_bar(len(COMPILE_STAGES), "compile", enabled=show_progress(args), unit="stage")
+    seen: list[str] = []
+
+    def progress(name: str) -> None:               # the bar counts the stages done
+        if seen:
+            bar.step()
+        seen.append(name)
+        bar.step(0, stage=name)
+
+    try:
+        proj = compile_model(args.model, board=args.board, spec=args.train, calib=calib,
+                             out_dir=args.output, prefix=args.prefix, backend=args.backend,
+                             force=args.force, data=args.data, evals=args.eval,
+                             epochs=1 if args.epochs is None else args.epochs, seed=args.seed,
+                             shuffle=not args.no_shuffle, measure=not args.no_measure,
+                             progress=progress)
+        bar.step()
+    finally:
+        bar.close()
     m = proj.manifest
     if args.json:
         print(json.dumps({"dir": str(proj.dir), **m}))
@@ -694,6 +711,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="write into a non-empty directory not made by pockengine, or replace "
                     "a project of the other kind there (inference by training or back)")
     sp.add_argument("--json", action="store_true", help="print the project manifest")
+    sp.add_argument("-q", "--quiet", action="store_true",
+                    help="no progress bar (drawn on a terminal only)")
 
     sp = verb("build", cmd_build, "build a generated project (host: make with gcc or clang; "
               "boards: the board's cross compiler) and report its flash and SRAM use, checked "

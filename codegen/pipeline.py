@@ -187,12 +187,17 @@ STAGES: tuple[tuple[str, Callable[..., Any]], ...] = (
 
 
 # -- the whole compile ----------------------------------------------------------------------------
+# what compile_model's ``progress`` reports, in order
+COMPILE_STAGES = ("load", "training graph", "kernel costs", "plan", "render")
+
+
 def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any = None,
                   calib: np.ndarray | str | Path | None = None, out_dir: str | Path,
                   prefix: str = "pe", backend: str = "auto", force: bool = False,
                   data: Any = None, evals: Any = None, epochs: int = 1, seed: int = 0,
                   shuffle: bool = True, print_outputs: bool = False,
-                  measure: bool = True, specialise: bool = True) -> Project:
+                  measure: bool = True, specialise: bool = True,
+                  progress: Callable[[str], None] | None = None) -> Project:
     """Model (float models are quantized first with ``calib``) -> C project in ``out_dir``.
 
     With a training ``spec`` the training graph is planned and lowered too (``pe_train_step``);
@@ -209,20 +214,26 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     static cost model; when the choice does not fit the budget, kernels with less scratch are
     tried before giving up (and, when flash is short, the arm backend's out-of-line kernels
     instead of its layer-specialised ones; ``specialise=False`` asks for those from the
-    start)."""
+    start). ``progress`` is called with the name of each of the COMPILE_STAGES as it
+    begins (the CLI's progress bar)."""
     from .render.names import check_prefix
 
+    stage = progress or (lambda name: None)
     b = resolve_board(board)
     device = b is not None and b.arch != "host"
     check_prefix(prefix)
     check_out_dir(out_dir, force, training=spec is not None)
+    stage("load")
     source = quantize(load(model), calib)
+    stage("training graph")
     spec = resolve_spec(spec, b if device else None)
     tg = training_graph(source.graph, spec)
     pins = dict(getattr(spec, "kernels", None) or {})
     check_pins(pins, source.graph, tg)
     chain = chain_for(b, backend)
+    stage("kernel costs")
     cost = kernel_costs(source.graph, b, chain, measure=measure)
+    stage("plan")
     infer = plan_lowered(beside_training(source.graph, tg), b, backend, pins, cost)
     train = plan_lowered(tg, b, backend, pins, cost) if tg is not None else None
     dev_data = None
@@ -236,6 +247,7 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
         infer, train = (None if lg is None else _relower_generic(lg) for lg in (infer, train))
     if b is not None:
         infer, train = fit_budget(b, infer, train, dev_data, pins)
+    stage("render")
     rendered = render(Lowered(infer, train, backend, chain.names), source, prefix=prefix,
                       board=b if device else "host", data=dev_data,
                       board_file=own_board_file(board) if device else None)

@@ -208,3 +208,23 @@ def test_fit_cli_writes_onnx_on_the_host_engine(tmp_path, capsys):
     # an existing output is not overwritten without --force
     assert main(["fit", *args, "--engine", "golden", "-o", str(out)]) == 2
     assert "already exists" in capsys.readouterr().err
+
+
+def test_quantize_writes_onnx_when_asked(tmp_path, capsys):
+    """``quantize -o x.onnx`` writes a QDQ ONNX model (not TFLite bytes under an .onnx name):
+    onnxruntime runs it, and reading it back gives the graph ``-o x.tflite`` gives."""
+    x, _ = models.digits("train")
+    np.savez(tmp_path / "calib.npz", x=x[:100])
+    args = [str(models.path("digits_cnn.onnx")), "--calib", str(tmp_path / "calib.npz")]
+    assert main(["quantize", *args, "-o", str(tmp_path / "q.onnx")]) == 0
+    assert main(["quantize", *args, "-o", str(tmp_path / "q.tflite")]) == 0
+    capsys.readouterr()
+    data = (tmp_path / "q.onnx").read_bytes()
+    assert data[4:8] != b"TFL3"
+    sess = ort_session(data)
+    logits = sess.run(None, {sess.get_inputs()[0].name: _nchw(x[:8])})[0]
+    assert logits.shape == (8, 10) and np.all(np.isfinite(logits))
+    onnx_graph, tfl = load_model(tmp_path / "q.onnx"), load_model(tmp_path / "q.tflite")
+    for name, t in tfl.tensors.items():
+        if t.role in (Role.WEIGHT, Role.BIAS):
+            assert np.array_equal(onnx_graph.tensors[name].data, t.data), name

@@ -258,3 +258,18 @@ def test_sim_progress_bar_on_a_terminal(simulated, monkeypatch, tmp_path):
     assert "board mps2-an386: 48 training steps" in out and "%|" not in out
     status, out, err = run_on_terminal(monkeypatch, "sim", fw, "--quiet")
     assert status == 0 and err == "" and "accuracy" in out
+
+
+def test_compile_progress_bar_on_a_terminal(digits, monkeypatch, tmp_path):
+    """compile draws a bar over its stages on a terminal only, and --quiet / --json keep stderr
+    free of it."""
+    args = ["compile", digits["model"], "--board", "host", "--train", "bias:all"]
+    status, _, err = run_on_terminal(monkeypatch, *args, "-o", tmp_path / "a")
+    assert status == 0, err
+    assert "compile: 100%|" in err and "5/5" in err and "stage" in err
+    status, _, err = run_on_terminal(monkeypatch, *args, "-o", tmp_path / "b", "--quiet")
+    assert status == 0 and "%|" not in err
+    status, out, err = run_on_terminal(monkeypatch, *args, "-o", tmp_path / "c", "--json")
+    assert status == 0 and "%|" not in err and json.loads(out)["board"] == "host"
+    status, _, err = run(*args, "-o", tmp_path / "d")     # not a terminal: no bar
+    assert status == 0 and "%|" not in err
