@@ -85,6 +85,13 @@ void pe_conv2d_grad_weight_s8_arm(const pe_context *ctx, const pe_conv_grad_weig
                                   const int32_t *dy_exp, const pe_dims *dw_dims, int32_t *dw,
                                   int32_t *dw_exp);
 
+/* fp32 SGD on int8 weights without accumulation, momentum or master copy (pe_update_f32_arm.c;
+ * other cases call ref): pe_sgd_update_f32_s8's arguments */
+void pe_sgd_update_f32_s8_arm(const pe_sgd_params_f32 *params, const pe_update_dims *dims,
+                              const int32_t *channels, int8_t *param, const float *grad,
+                              const float *qas, float *buf1, float *master, const float *lr,
+                              float *accum, const int32_t *step, int32_t *saturated);
+
 /* fp32 backward (pe_train_f32_arm.c): pe_train_kernels.h's signatures. Pointwise conv and FC
  * input / weight gradients, depthwise input gradients (multiplier 1, dilation 1), average-
  * pooling gradients of windows that do not overlap. */

@@ -169,7 +169,24 @@ def _act_mask(rng: Rng) -> tc.Case:
                 {"lo": lo, "hi": hi, "forward": "f"})
 
 
+def _sgd_update(rng: Rng) -> tc.Case:
+    """fp32 SGD on int8 weights: mostly the plain case (no momentum, master copy or
+    accumulation: the arm loop), the others too (ref behind the same kernel)."""
+    plain = rng.random() < 0.7
+    while True:
+        graph, inputs = tc.TRAIN_CASES["sgd_update"](rng, "fp32")
+        op = graph.ops[0]
+        slots = set(op.attrs.get("slots", ())) | set(op.inputs)
+        param = graph.tensors[op.inputs[0]]
+        if param.dtype != "int8":
+            continue
+        extra = any("buf1" in n or "master" in n for n in slots if n)
+        if extra != plain:
+            return graph, inputs
+
+
 FAMILIES: dict[str, Callable[[Rng], tc.Case]] = {
+    "sgd_update": _sgd_update,
     "act_mask": _act_mask,
     "conv2d_grad_input": _conv_grad_input,
     "conv2d_grad_weight": _grad_weight,
