@@ -28,16 +28,10 @@ def _load(path: str):
 
 
 def _refuse_overwrite(path: Path, force: bool) -> None:
-    """An output file: refuse to overwrite it without --force, and say before any work is
-    done when it cannot be written (a directory, a missing folder)."""
-    if path.is_dir():
-        raise PockError(f"{path}: is a directory (give a file name)")
-    if path.exists() and not force:
-        raise PockError(f"{path}: already exists (use --force to overwrite)")
-    parent = path.parent
-    if not parent.is_dir():
-        raise PockError(f"{path}: cannot write: directory {parent} "
-                        f"{'is not a directory' if parent.exists() else 'does not exist'}")
+    """``render.output.refuse_overwrite`` (imported when used: the CLI starts light)."""
+    from .render.output import refuse_overwrite
+
+    refuse_overwrite(path, force)
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:

@@ -5,8 +5,9 @@ model file and its calibration data.
 - ``compile`` writes the graph the C code was generated from (the int8 graph, after
   post-training quantization of a float model) as ``DIR/model.tflite`` with the TFLite writer,
   and records it in the manifest (``pockengine.json``, key ``model_file``: ``path``, ``format``,
-  ``sha256`` of the file, ``graph_sha256`` = ``pipeline.graph_digest`` of the graph, its
-  ``name`` and the layout ``metadata`` a .tflite file does not carry). The TFLite writer and
+  ``sha256`` of the file, ``graph_sha256`` = ``graph_digest`` of the graph (below, also
+  ``pipeline.graph_digest``), its ``name`` and the layout ``metadata`` a .tflite file does not
+  carry). The TFLite writer and
   reader round-trip a graph exactly (tensor and op names, data, quantization); compile checks
   it for every model (the digest of the graph read back must equal the original's). A graph
   the TFLite writer cannot express, or does not give back, is not stored: ``model_file`` then
@@ -31,6 +32,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .errors import ModelError, PockError
 from .ir import Graph
 
@@ -45,7 +48,6 @@ def model_file(graph: Graph) -> tuple[bytes | None, dict[str, Any]]:
     """The bytes of ``DIR/model.tflite`` for ``graph`` and its manifest record; (None, a
     record with the reason) when the TFLite form cannot hold the graph exactly."""
     from .frontend import read_tflite, write_tflite
-    from .pipeline import graph_digest
 
     metadata = {k: graph.metadata[k] for k in KEPT_METADATA if k in graph.metadata}
     try:
@@ -78,7 +80,6 @@ def load_model_file(path: Path, record: Any, where: str) -> Graph:
     """The graph of a stored model file, checked against its record (``where``: what to name
     in errors, e.g. the project directory)."""
     from .frontend import read_tflite
-    from .pipeline import graph_digest
 
     if not isinstance(record, dict) or record.get("format") != "tflite":
         raise PockError(f"{where}: no stored model (compile it again with this pockengine)")
@@ -162,3 +163,34 @@ def cached_model(model_hash: bytes) -> tuple[Graph, dict[str, Any]] | None:
     if not isinstance(record, dict) or record.get("path") != f"{model_hash.hex()}.tflite":
         raise PockError(f"{meta}: damaged cache entry (remove it)")
     return load_model_file(d / record["path"], record, f"cache entry {meta}"), record
+
+
+def graph_digest(graph: Graph) -> str:
+    """sha256 of a graph's content (names, shapes, quantization, data, ops, attributes)."""
+    h = hashlib.sha256()
+
+    def put(obj: Any) -> None:
+        h.update(json.dumps(obj, sort_keys=True, default=_jsonable).encode())
+
+    put([graph.name, graph.inputs, graph.outputs])
+    for name in sorted(graph.tensors):
+        t = graph.tensors[name]
+        q = t.quant
+        put([name, t.shape, t.dtype, t.role.value,
+             None if q is None else [q.scale.tobytes().hex(), q.zero_point.tobytes().hex(),
+                                     q.axis]])
+        if t.data is not None:
+            h.update(np.ascontiguousarray(t.data).tobytes())
+    for op in graph.ops:
+        put([op.type, op.name, op.inputs, op.outputs, sorted(op.attrs.items())])
+    return h.hexdigest()
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest()
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, (set, frozenset)):
+        return sorted(v)
+    return repr(v)

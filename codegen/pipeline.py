@@ -15,7 +15,6 @@ order; the firmware carries them in flash. Every stage can be called (and tested
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,9 @@ from .backends import Lowering, chain_for
 from .errors import PockError
 from .ir import Graph
 from .memplan import MemoryPlan, plan_memory
+from .model_store import graph_digest  # lives with the model file it checks; re-exported
 from .render import Lowered, LoweredGraph, RenderedProject, SourceInfo, render_project
+from .render.device import HARNESS_RAM_BYTES  # what the harness keeps in RAM (re-exported)
 from .render.output import Project, check_out_dir, open_project, write_project
 from .run.device import run_device
 from .run.host import run_host_fit, run_host_infer
@@ -267,9 +268,6 @@ def own_board_file(board: str) -> bytes | None:
     return Path(board).read_bytes() if is_board_path(board) else None
 
 
-# what the device harness keeps in RAM besides its output buffer (SHA-256 state...), bytes
-HARNESS_RAM_BYTES = 512
-
 
 def project_memory(board: Any, infer: LoweredGraph, train: LoweredGraph | None,
                    data: Any = None) -> dict[str, int]:
@@ -480,37 +478,6 @@ def resolve_board(board: str) -> Any:
         if board in BOARDS:
             return None
         raise
-
-
-def graph_digest(graph: Graph) -> str:
-    """sha256 of a graph's content (names, shapes, quantization, data, ops, attributes)."""
-    h = hashlib.sha256()
-
-    def put(obj: Any) -> None:
-        h.update(json.dumps(obj, sort_keys=True, default=_jsonable).encode())
-
-    put([graph.name, graph.inputs, graph.outputs])
-    for name in sorted(graph.tensors):
-        t = graph.tensors[name]
-        q = t.quant
-        put([name, t.shape, t.dtype, t.role.value,
-             None if q is None else [q.scale.tobytes().hex(), q.zero_point.tobytes().hex(),
-                                     q.axis]])
-        if t.data is not None:
-            h.update(np.ascontiguousarray(t.data).tobytes())
-    for op in graph.ops:
-        put([op.type, op.name, op.inputs, op.outputs, sorted(op.attrs.items())])
-    return h.hexdigest()
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, np.ndarray):
-        return hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest()
-    if isinstance(v, np.generic):
-        return v.item()
-    if isinstance(v, (set, frozenset)):
-        return sorted(v)
-    return repr(v)
 
 
 __all__ = [

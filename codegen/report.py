@@ -355,7 +355,7 @@ def memory_section(project: Project, run: dict[str, Any] | None) -> dict[str, An
                  ("embedded data", data_flash)]
         used = run.get("stack_used_bytes") if run is not None else None
         return _memory(sram, flash, budget, source, used)
-    from .pipeline import HARNESS_RAM_BYTES
+    from .render.device import HARNESS_RAM_BYTES
 
     harness = int(m.get("output", {}).get("bytes", 0)) + HARNESS_RAM_BYTES
     sram = [("arena", arena), ("parameters", params), ("stack", int(dev.get("stack_bytes", 0))),

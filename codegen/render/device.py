@@ -26,6 +26,9 @@ from ..resources import data_dir
 from .environment import render
 from .names import comment_text
 
+# what the device harness keeps in RAM besides its output buffer (SHA-256 state...), bytes
+HARNESS_RAM_BYTES = 512
+
 FIRMWARE_SUFFIX = "_firmware.elf"
 EXTRA_RUNTIME = ("runtime/pe_sha256.c",)          # beyond what codegen.targets links
 RUNTIME_WARNINGS = ("-Wall", "-Wextra", "-Werror")

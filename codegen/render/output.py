@@ -143,3 +143,16 @@ def write_project(rendered: RenderedProject, directory: str | Path, *, force: bo
                 if build.is_dir():
                     shutil.rmtree(build)
     return Project(d, rendered.manifest)
+
+
+def refuse_overwrite(path: Path, force: bool) -> None:
+    """An output file: refuse to overwrite it without --force, and say before any work is
+    done when it cannot be written (a directory, a missing folder)."""
+    if path.is_dir():
+        raise PockError(f"{path}: is a directory (give a file name)")
+    if path.exists() and not force:
+        raise PockError(f"{path}: already exists (use --force to overwrite)")
+    parent = path.parent
+    if not parent.is_dir():
+        raise PockError(f"{path}: cannot write: directory {parent} "
+                        f"{'is not a directory' if parent.exists() else 'does not exist'}")

@@ -104,11 +104,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_pull(args: argparse.Namespace) -> int:
-    from ..cli import _refuse_overwrite
+    from ..render.output import refuse_overwrite
     from .session import pull_model
 
     out = Path(args.output)
-    _refuse_overwrite(out, args.force)      # and a folder that is missing: before the device
+    refuse_overwrite(out, args.force)      # and a folder that is missing: before the device
     with _device(args) as dev:
         r = pull_model(dev, out, model=args.model, calib=args.calib, project=args.project)
     if args.json:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -181,16 +180,14 @@ def build_serial_firmware(project: Project | str | Path, *, trace: bool = False
     ``pull`` finds it without ``--model`` from anywhere (``codegen/model_store.py``)."""
     from ..targets import compiler, size_report, toolchain_available
     from ..targets.build import UART_SOURCES
-    from ..toolchain.host import JOBS, BuildError
+    from ..toolchain.make import BuildError, find_make, run_make
 
     proj = project if isinstance(project, Project) else open_project(project)
     board = _board(proj)
     ok, why = toolchain_available(board)
     if not ok:
         raise BuildError(f"{proj.dir}: cannot build for {board.name}: {why}")
-    make = shutil.which("make")
-    if make is None:
-        raise PockError("'make' not found on PATH (needed to build the firmware)")
+    make = find_make("to build the firmware")
     files = serial_files(proj)
     for rel, blob in files.items():
         path = proj.dir / rel
@@ -217,15 +214,12 @@ def build_serial_firmware(project: Project | str | Path, *, trace: bool = False
     if trace:
         build_dir = BUILD_DIR + "-trace"
         defines.append("-DPE_SERIAL_TRACE=1")
-    cmd = [make, f"-j{JOBS}", "-C", str(proj.dir), f"CC={compiler(board)}", f"BUILD={build_dir}",
-           f"DEVICE_SRCS={' '.join(sources)}",
-           f"CFLAGS=-Iruntime/serial {' '.join(defines)}"]
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
     out = proj.dir / build_dir
-    out.mkdir(exist_ok=True)
-    log = proc.stdout + proc.stderr
-    (out / "build.log").write_text("$ " + " ".join(cmd) + "\n" + log)
-    if proc.returncode != 0:
+    status, log, _ = run_make(make, proj.dir,
+                              [f"CC={compiler(board)}", f"BUILD={build_dir}",
+                               f"DEVICE_SRCS={' '.join(sources)}",
+                               f"CFLAGS=-Iruntime/serial {' '.join(defines)}"], log_dir=out)
+    if status != 0:
         from ..targets.build import first_error
 
         raise BuildError(f"{proj.dir}: serial firmware build for {board.name} failed: "

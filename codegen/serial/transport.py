@@ -10,11 +10,13 @@ write.
 from __future__ import annotations
 
 import os
-import re
 import select
 from typing import Any, Protocol
 
 from ..errors import PockError
+
+# an emulator's UART address: defined with the emulators, still importable from here
+from ..targets.uart import TCP_FORMS, tcp_address  # noqa: F401
 
 DEFAULT_BAUD = 115200
 
@@ -36,28 +38,6 @@ class Link(Protocol):
 
     def close(self) -> None: ...
 
-
-TCP_FORMS = "tcp:HOST:PORT or socket://HOST:PORT (e.g. tcp:127.0.0.1:4444)"
-
-
-def tcp_address(address: str, what: str = "--port") -> tuple[str, int, str]:
-    """(host, port, the rest) of ``tcp:HOST:PORT[,options]`` (QEMU's spelling) or
-    ``socket://HOST:PORT[?options]`` (pyserial's): either is accepted wherever an emulator's
-    UART is named. An empty host is 127.0.0.1. A one-line PockError names ``what`` for
-    anything else, and for a port outside 1..65535 (port 0, "any free port", cannot be used:
-    the port the emulator got would not be known)."""
-    text = address.strip()
-    m = re.fullmatch(r"(?:tcp:|socket://)(\[[^\]]*\]|[^:,/?]*):([^,?/]*)([,?].*)?", text)
-    if m is None:
-        raise PockError(f"{what} {address!r}: expected {TCP_FORMS}")
-    host, port, rest = m.group(1) or "127.0.0.1", m.group(2), m.group(3) or ""
-    if not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
-        why = " (port 0, any free port, cannot be told to the client)" if port == "0" else ""
-        raise PockError(f"{what} {address!r}: port {port!r} is not a TCP port (1..65535)"
-                        + why)
-    if rest[:1] == ("?" if text.startswith("tcp:") else ","):   # QEMU uses ",", pyserial "?"
-        raise PockError(f"{what} {address!r}: expected {TCP_FORMS}")
-    return host, int(port), rest
 
 
 def port_url(port: str) -> str:

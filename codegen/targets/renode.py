@@ -20,6 +20,8 @@ from ..errors import PockError
 from ..render.environment import environment
 from .elf import read_elf
 from .linker import board_digest
+from .result import RunResult, parse_output, wait_for_line
+from .uart import tcp_address
 
 
 def load_address(board: Board, elf: Path) -> int:
@@ -41,8 +43,6 @@ def renode_records(board: Board, elf: Path, out_dir: Path, *, timeout: float = 6
         raise PockError(f"board {board.name!r}: uart.renode_name is needed for Renode")
     port = None
     if uart is not None:
-        from ..serial.transport import tcp_address
-
         text = uart.strip()
         if re.fullmatch(r"tcp:\d+", text):                    # tcp:PORT: Renode's own host
             text = f"tcp::{text[4:]}"
@@ -82,8 +82,6 @@ def write_renode_scripts(board: Board, elf: Path, out_dir: Path, *, timeout: flo
 
 def run_renode(board: Board, elf: Path, work: Path, *, timeout: float, uart: str | None):
     """Run the .resc headless until the firmware prints its exit line (or the timeout)."""
-    from .emulator import RunResult, parse_output, wait_for_line
-
     resc, _ = write_renode_scripts(board, elf, work, timeout=timeout, uart=uart)
     output = Path(renode_records(board, elf, work)["output"])
     output.unlink(missing_ok=True)

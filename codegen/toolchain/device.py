@@ -12,8 +12,6 @@ stack the linker script reserves.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ from ..board import Board, format_size
 from ..errors import PockError
 from ..render.names import make_assignment
 from ..render.output import Project
-from .host import JOBS, BuildError
+from .make import BuildError, find_make, fresh_build_dir, run_make
 
 BUILD_DIRS = {False: "build", True: "build-ops"}
 SRAM_HINT = ("hint: train fewer or smaller layers (e.g. --train bias:last4 or "
@@ -101,26 +99,16 @@ def build_firmware(project: Project, *, profile_ops: bool = False, check: bool =
     ok, why = toolchain_available(board)
     if not ok:
         raise BuildError(f"{project.dir}: cannot build for {board.name}: {why}")
-    make = shutil.which("make")
-    if make is None:
-        raise PockError("'make' not found on PATH (needed to build the firmware)")
+    make = find_make("to build the firmware")
     cc = compiler(board)
     build_dir = BUILD_DIRS[profile_ops]
     out = project.dir / build_dir
-    stamp = out / ".toolchain"
-    want = f"{cc}\nboard={board.name}\n"
-    if out.is_dir() and (not stamp.is_file() or stamp.read_text() != want):
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(want)
-    cmd = [make, f"-j{JOBS}", "-C", str(project.dir), make_assignment("CC", cc),
-           make_assignment("BUILD", build_dir)]
+    fresh_build_dir(out, f"{cc}\nboard={board.name}\n")
+    args = [make_assignment("CC", cc), make_assignment("BUILD", build_dir)]
     if profile_ops:
-        cmd.append("PROFILE_OPS=1")
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    (out / "build.log").write_text("$ " + " ".join(cmd) + "\n" + log)
-    if proc.returncode != 0:
+        args.append("PROFILE_OPS=1")
+    status, log, _ = run_make(make, project.dir, args, log_dir=out)
+    if status != 0:
         _overflow(project, board, log)
         from ..targets.build import first_error
 

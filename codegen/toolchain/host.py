@@ -19,18 +19,12 @@ from ..errors import PockError
 from ..render.names import make_assignment
 from ..render.output import Project, open_project
 
+# BuildError and JOBS stay importable from here
+from .make import JOBS, BuildError, find_make, fresh_build_dir, run_make  # noqa: F401
+
 HOST_COMPILERS = ("gcc", "clang", "cc")
 BUILD_DIRS = {False: "build", True: "build-asan"}
-JOBS = 2
 SANITIZE_OPT = "-O1"        # ASan + UBSan builds: quick to compile, still inlined
-
-
-class BuildError(PockError):
-    """The C build failed; ``log`` holds the compiler output."""
-
-    def __init__(self, message: str, log: str = ""):
-        super().__init__(message)
-        self.log = log
 
 
 @dataclass(frozen=True)
@@ -119,27 +113,17 @@ def build_project(directory: str | Path | Project, *, cc: str | None = None,
         return build_firmware(project, profile_ops=profile_ops, check=check)
     if project.board != "host":
         raise PockError(f"{project.dir}: board {project.board!r} has no toolchain here")
-    make = shutil.which("make")
-    if make is None:
-        raise PockError("'make' not found on PATH (needed to build the host project)")
+    make = find_make("to build the host project")
     compiler = find_cc(cc)
     build_dir = build_dir or BUILD_DIRS[sanitize]
     if Path(build_dir).is_absolute() or ".." in Path(build_dir).parts:
         raise PockError(f"build directory {build_dir!r} must be inside the project")
-    out = project.dir / build_dir
-    stamp = out / ".toolchain"
-    want = f"{compiler}\nsanitize={int(sanitize)}\n"
-    if out.is_dir() and (not stamp.is_file() or stamp.read_text() != want):
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(want)
-    cmd = [make, f"-j{JOBS}", "-C", str(project.dir), make_assignment("CC", compiler),
-           make_assignment("BUILD", build_dir)]
+    fresh_build_dir(project.dir / build_dir, f"{compiler}\nsanitize={int(sanitize)}\n")
+    args = [make_assignment("CC", compiler), make_assignment("BUILD", build_dir)]
     if sanitize:
-        cmd += ["SANITIZE=1", f"OPT={SANITIZE_OPT}"]
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    if proc.returncode != 0:
+        args += ["SANITIZE=1", f"OPT={SANITIZE_OPT}"]
+    status, log, _ = run_make(make, project.dir, args)
+    if status != 0:
         first = next((ln for ln in log.splitlines() if "error" in ln.lower()),
                      log.strip().splitlines()[-1] if log.strip() else "")
         raise BuildError(f"{project.dir}: build with {compiler} failed: {first.strip()}", log)

@@ -27,11 +27,8 @@ from ..errors import SpecError
 from ..ir import PARAMETRIC_OPS, Graph, Op, Role, Tensor, verify
 from .loss import LossSite, add_loss_inputs, find_loss_site
 from .optimizer import Updater
-from .rules import GRAD_RULES, mask_bounds
+from .rules import GRAD_RULES, Grad, mask_bounds
 from .spec import LayerUpdate, TrainSpec, resolve
-
-# A gradient: (tensor, exponent tensor or None). The exponent exists in int8 mode only.
-Grad = tuple[str, str | None]
 
 
 def check_spec_mode(spec: TrainSpec) -> None:

@@ -13,16 +13,45 @@ Adding an op = a rule here + a kernel in codegen/golden/train_kernels.py + its C
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from ..golden.numerics import activation_range
 from ..ir import Op
+from .spec import LayerUpdate
 
-if TYPE_CHECKING:
-    from .build import Backward, Grad
+# A gradient: (tensor, exponent tensor or None). The exponent exists in int8 mode only.
+Grad = tuple[str, str | None]
 
-Rule = Callable[["Backward", Op, "Grad"], None]
+
+class Backward(Protocol):
+    """What a rule may ask of the backward builder (``train.build.Backward``, which imports
+    this table; the rules do not import it back)."""
+
+    def requires(self, name: str) -> bool: ...
+
+    def layer(self, op: Op) -> LayerUpdate | None: ...
+
+    def shape(self, name: str) -> tuple[int, ...]: ...
+
+    def attrs(self, op: Op, *copied: str) -> dict[str, Any]: ...
+
+    def new_grad(self, like: str, *, channels: Sequence[int] | None = None, axis: int = 0,
+                 accumulator: bool = False, shape: tuple[int, ...] | None = None,
+                 tag: str = "grad") -> Grad: ...
+
+    def emit(self, op_type: str, inputs: Sequence[str | Grad], outputs: Sequence[str | Grad],
+             attrs: dict[str, Any], side_of: Op | None = None) -> Op: ...
+
+    def give(self, name: str, grad: Grad) -> None: ...
+
+    def through_activation(self, op: Op, activation: str, dy: Grad) -> Grad: ...
+
+    def update(self, op: Op, param: str, grad: Grad, *, x: str, kind: str,
+               channels: tuple[int, ...] | None, axis: int) -> None: ...
+
+
+Rule = Callable[[Backward, Op, Grad], None]
 
 # forward attributes copied onto the backward ops (besides forward, mode)
 _COPIED = {
