@@ -32,6 +32,7 @@ What each kernel takes (others decline):
   overlap — the same float32 sums in the same order as ref, with eight-wide VLDM + VMLA loops
   on FPU cores;
 - act_mask (training graphs, either backward mode): eight values per step with SSUB8/SEL;
+  mask_grad: bitwise ANDs with the mask's bits, four (int8) or eight (fp32) values a step;
 - sgd_update (fp32, int8 weights): the plain case in one loop per trained channel;
 - int8 backward (``pe_grad_s8_arm.c``): pointwise input gradients over the forward's pair loop
   (the transposed weights as an int8 stream), depthwise input gradients (multiplier 1,
@@ -730,6 +731,14 @@ def _conv_grad_weight(graph: Graph, op: Op, batch: int, target: Target) -> Kerne
     return _grad_weight(graph, op, batch, target) or _grad_weight_s8(graph, op, batch, target)
 
 
+def _mask_grad(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    """The masked gradient of either backward mode, four (int8) or eight (fp32) values per
+    mask step with bitwise ANDs."""
+    ref = train_kernel_call(graph, op, batch)
+    return replace(ref, kernel=ref.kernel + SUFFIX) \
+        if ref.kernel in ("pe_mask_grad_s8", "pe_mask_grad_f32") else None
+
+
 def _sgd_update(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     """fp32 SGD on int8 weights (pe_update_f32_arm.c: the plain case in one loop per channel,
     accumulation, momentum and master copies through ref)."""
@@ -740,6 +749,7 @@ def _sgd_update(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall 
 
 TRAIN_BUILDERS: dict[str, Builder] = {
     "sgd_update": _sgd_update,
+    "mask_grad": _mask_grad,
     "act_mask": _act_mask,
     "conv2d_grad_input": _conv_grad_input,
     "fully_connected_grad_input": _grad_input,

@@ -55,6 +55,10 @@ void pe_add_s8_arm(const pe_add_params *params, const int32_t *tables, const int
 /* the 1-bit activation mask of training graphs (pe_mask_s8_arm.c): pe_act_mask_s8's */
 void pe_act_mask_s8_arm(const pe_activation *params, int32_t size, const int8_t *y,
                         uint8_t *mask);
+/* the masked gradients (pe_mask_s8_arm.c): pe_mask_grad_s8's and pe_mask_grad_f32's */
+void pe_mask_grad_s8_arm(int32_t size, const int8_t *dy, const int32_t *dy_exp,
+                         const uint8_t *mask, int8_t *dx, int32_t *dx_exp);
+void pe_mask_grad_f32_arm(int32_t size, const float *dy, const uint8_t *mask, float *dx);
 
 /* int8 backward (pe_grad_s8_arm.c): pe_conv2d_grad_input_s8's arguments plus, after quant,
  * the transposed weights as a stream (int8, pairs of rows per group of four; see

@@ -185,8 +185,14 @@ def _sgd_update(rng: Rng) -> tc.Case:
             return graph, inputs
 
 
+def _mask_grad(rng: Rng) -> tc.Case:
+    """Masked gradients of both modes, sizes around multiples of eight."""
+    return tc.TRAIN_CASES["mask_grad"](rng, "int8" if rng.random() < 0.5 else "fp32")
+
+
 FAMILIES: dict[str, Callable[[Rng], tc.Case]] = {
     "sgd_update": _sgd_update,
+    "mask_grad": _mask_grad,
     "act_mask": _act_mask,
     "conv2d_grad_input": _conv_grad_input,
     "conv2d_grad_weight": _grad_weight,

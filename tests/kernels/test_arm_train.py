@@ -71,6 +71,7 @@ def test_arm_training_kernels_on_the_core(name, tmp_path):
     elf = cross_compile(board, [harness, KERNELS_DIR / "arm" / "pe_train_f32_arm.c",
                                 KERNELS_DIR / "arm" / "pe_mask_s8_arm.c",
                                 KERNELS_DIR / "ref" / "pe_mask_s8.c",
+                                KERNELS_DIR / "ref" / "pe_mask_f32.c",
                                 KERNELS_DIR / "arm" / "pe_update_f32_arm.c",
                                 KERNELS_DIR / "ref" / "pe_sgd_update_f32.c",
                                 KERNELS_DIR / "arm" / "pe_grad_s8_arm.c"],

@@ -48,3 +48,48 @@ void pe_act_mask_s8_arm(const pe_activation *params, int32_t size, const int8_t 
         pe_act_mask_s8(params, size - i, y + i, mask + (i >> 3));
     }
 }
+
+/* four mask bits -> four byte masks (0x00 or 0xFF per bit, bit j in byte j) */
+static const uint32_t pe_arm_nibble_bytes[16] = {
+    0x00000000u, 0x000000FFu, 0x0000FF00u, 0x0000FFFFu, 0x00FF0000u, 0x00FF00FFu,
+    0x00FFFF00u, 0x00FFFFFFu, 0xFF000000u, 0xFF0000FFu, 0xFF00FF00u, 0xFF00FFFFu,
+    0xFFFF0000u, 0xFFFF00FFu, 0xFFFFFF00u, 0xFFFFFFFFu};
+
+/* pe_mask_grad_s8_arm - pe_mask_grad_s8 (dx = dy where the mask bit is set, else 0; the
+ * exponent passes through) four values a step: the word of four dy bytes ANDed with the byte
+ * masks of their four bits (a 16-entry table). dx may be dy. */
+void pe_mask_grad_s8_arm(int32_t size, const int8_t *dy, const int32_t *dy_exp,
+                         const uint8_t *mask, int8_t *dx, int32_t *dx_exp)
+{
+    const int32_t e = *dy_exp;
+    int32_t i;
+    for (i = 0; i + 8 <= size; i += 8) {
+        const uint32_t m = mask[i >> 3];
+        pe_arm_st32(dx + i, pe_arm_ld32(dy + i) & pe_arm_nibble_bytes[m & 15u]);
+        pe_arm_st32(dx + i + 4, pe_arm_ld32(dy + i + 4) & pe_arm_nibble_bytes[m >> 4]);
+    }
+    for (; i < size; ++i) {
+        dx[i] = ((mask[i >> 3] >> (i & 7)) & 1u) != 0u ? dy[i] : 0;
+    }
+    *dx_exp = e;
+}
+
+/* pe_mask_grad_f32_arm - pe_mask_grad_f32 eight values per mask byte: each float's bits ANDed
+ * with 0 or all ones from its bit (a cleared value is +0.0, as ref's 0.0f; a kept one is dy's
+ * bits). dx may be dy. */
+void pe_mask_grad_f32_arm(int32_t size, const float *dy, const uint8_t *mask, float *dx)
+{
+    int32_t i, j;
+    for (i = 0; i + 8 <= size; i += 8) {
+        const uint32_t m = mask[i >> 3];
+        for (j = 0; j < 8; ++j) {
+            uint32_t v;
+            memcpy(&v, dy + i + j, sizeof v);
+            v &= 0u - ((m >> j) & 1u);
+            memcpy(dx + i + j, &v, sizeof v);
+        }
+    }
+    for (; i < size; ++i) {
+        dx[i] = ((mask[i >> 3] >> (i & 7)) & 1u) != 0u ? dy[i] : 0.0f;
+    }
+}
