@@ -205,16 +205,13 @@ def _pair_groups(w: np.ndarray) -> np.ndarray:
 
 def raw_stream(weight: np.ndarray) -> np.ndarray:
     """The stream of pe_arm_raw_pairs (arm/pe_arm_conv.h) for int8 rows (out, k), an even
-    count, as int32 words: per pair of rows four zero words (the accumulators' start), then per
-    group of four values (groups padded with zeros to an even count) row 0's four bytes and
-    row 1's."""
+    count, as int32 words: per pair of rows four zero words (the accumulators' start), then
+    ``pack_rows``' pairs with the groups padded with zeros to an even count."""
     w = np.asarray(weight, dtype=np.int8)
     rows, k = w.shape
-    groups = -(-k // 8) * 2
-    padded = np.zeros((rows, groups * 4), np.int8)
+    padded = np.zeros((rows, -(-k // 8) * 8), np.int8)
     padded[:, :k] = w
-    packed = padded.reshape(rows // 2, 2, groups, 4).transpose(0, 2, 1, 3)
-    words = np.ascontiguousarray(packed).reshape(rows // 2, -1).view("<i4").astype(np.int64)
+    words = pack_rows(padded, 2).reshape(rows // 2, -1).view("<i4").astype(np.int64)
     return np.concatenate([np.zeros((rows // 2, 4), np.int64), words], axis=1).reshape(-1)
 
 
@@ -634,11 +631,21 @@ def _avg_pool_grad(graph: Graph, op: Op, batch: int, target: Target) -> KernelCa
     return replace(ref, kernel=ref.kernel + SUFFIX, scratch_bytes=scratch)
 
 
-def _act_mask(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
-    """The activation mask of a training graph (either backward mode): pe_act_mask_s8's
-    arguments, eight values per step with SSUB8/SEL."""
-    ref = train_kernel_call(graph, op, batch)
-    return replace(ref, kernel=ref.kernel + SUFFIX) if ref.kernel == "pe_act_mask_s8" else None
+def _same_args(*kernels: str) -> Builder:
+    """A builder for training kernels that arm runs with ref's arguments under ref's name plus
+    "_arm" (``kernels``: the ref kernels it takes; the rest stay ref)."""
+    def build(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+        ref = train_kernel_call(graph, op, batch)
+        return replace(ref, kernel=ref.kernel + SUFFIX) if ref.kernel in kernels else None
+    return build
+
+
+def _first(*builders: Builder) -> Builder:
+    """The record of the first of ``builders`` that takes the op."""
+    def build(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+        return next((c for b in builders if (c := b(graph, op, batch, target)) is not None),
+                    None)
+    return build
 
 
 def _grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
@@ -691,10 +698,6 @@ def _prescale_arg(ref: KernelCall) -> Arg:
     return NullArg("const int32_t *") if words is None else ArrayArg(int32_array("pre", words))
 
 
-def _conv_grad_input(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
-    return _grad_input(graph, op, batch, target) or _grad_input_s8(graph, op, batch, target)
-
-
 def _dw_grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     """The int8 backward's depthwise input gradient (multiplier 1, dilation 1): scattered
     into int32 sums (scratch: one per dx value, and an int16 row of prescaled dy)."""
@@ -710,12 +713,6 @@ def _dw_grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> Kerne
                    args=_insert_after(ref.args, "quant", ("pre", _prescale_arg(ref))))
 
 
-def _depthwise_grad_input(graph: Graph, op: Op, batch: int, target: Target
-                          ) -> KernelCall | None:
-    return _dw_grad_input(graph, op, batch, target) or \
-        _dw_grad_input_s8(graph, op, batch, target)
-
-
 def _grad_weight_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     """The int8 backward's pointwise weight gradient over the trained channels, accumulated in
     dw position by position (scratch: an int16 row of x + offset)."""
@@ -727,35 +724,18 @@ def _grad_weight_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelC
                    scratch_bytes=(int(_struct(ref, "x_dims")["c"]) * 2 + 3) & ~3)
 
 
-def _conv_grad_weight(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
-    return _grad_weight(graph, op, batch, target) or _grad_weight_s8(graph, op, batch, target)
-
-
-def _mask_grad(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
-    """The masked gradient of either backward mode, four (int8) or eight (fp32) values per
-    mask step with bitwise ANDs."""
-    ref = train_kernel_call(graph, op, batch)
-    return replace(ref, kernel=ref.kernel + SUFFIX) \
-        if ref.kernel in ("pe_mask_grad_s8", "pe_mask_grad_f32") else None
-
-
-def _sgd_update(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
-    """fp32 SGD on int8 weights (pe_update_f32_arm.c: the plain case in one loop per channel,
-    accumulation, momentum and master copies through ref)."""
-    ref = train_kernel_call(graph, op, batch)
-    return replace(ref, kernel=ref.kernel + SUFFIX) if ref.kernel == "pe_sgd_update_f32_s8" \
-        else None
-
-
 TRAIN_BUILDERS: dict[str, Builder] = {
-    "sgd_update": _sgd_update,
-    "mask_grad": _mask_grad,
-    "act_mask": _act_mask,
-    "conv2d_grad_input": _conv_grad_input,
+    # fp32 SGD on int8 weights: the plain case in one loop per channel (ref behind it for
+    # momentum, master copies, accumulation)
+    "sgd_update": _same_args("pe_sgd_update_f32_s8"),
+    # masks: eight values a step with SSUB8/SEL; masked gradients with bitwise ANDs
+    "mask_grad": _same_args("pe_mask_grad_s8", "pe_mask_grad_f32"),
+    "act_mask": _same_args("pe_act_mask_s8"),
+    "conv2d_grad_input": _first(_grad_input, _grad_input_s8),
     "fully_connected_grad_input": _grad_input,
-    "conv2d_grad_weight": _conv_grad_weight,
+    "conv2d_grad_weight": _first(_grad_weight, _grad_weight_s8),
     "fully_connected_grad_weight": _grad_weight,
-    "depthwise_conv2d_grad_input": _depthwise_grad_input,
+    "depthwise_conv2d_grad_input": _first(_dw_grad_input, _dw_grad_input_s8),
     "avg_pool2d_grad": _avg_pool_grad,
 }
 

@@ -380,6 +380,22 @@ PE_ARM_INLINE void pe_arm_conv_pixels(const int16_t *cols, int32_t two, const in
         PE_ARM_PAIR_OPERANDS)
 #endif
 
+#if PE_ARM_DSP
+/* the pair loops' frame (see PE_ARM_PAIR_REGS): cols, end of cols, oa, ob, end of the weights,
+ * bias */
+static inline void pe_arm_pair_frame(uintptr_t *frame, const int16_t *cols, int32_t groups,
+                                     const void *oa, const void *ob, const void *end,
+                                     const int32_t *bias)
+{
+    frame[0] = (uintptr_t)cols;
+    frame[1] = (uintptr_t)(cols + 8 * groups);
+    frame[2] = (uintptr_t)oa;
+    frame[3] = (uintptr_t)ob;
+    frame[4] = (uintptr_t)end;
+    frame[5] = (uintptr_t)bias;
+}
+#endif
+
 /* The outputs of one pair of pixels (columns 0 and 1 of `cols`, `groups` groups of four values,
  * an even count) for every pair of channels: s the stream, bias (general form) the layer's
  * bias, oa and ob the two pixels' outputs, `pairs` pairs of channels. */
@@ -389,15 +405,9 @@ PE_ARM_INLINE void pe_arm_w16_pairs(const int16_t *cols, int32_t groups, const i
 {
     const int32_t per_pair = ((mode & PE_ARM_FAST) ? 4 : 0) + 4 * groups + 2 * PE_ARM_RQ_WORDS;
 #if PE_ARM_DSP
-    /* the frame: cols, end of cols, oa, ob, end of the stream, bias */
     uintptr_t frame[6];
     const int32_t *const w = s;
-    frame[0] = (uintptr_t)cols;
-    frame[1] = (uintptr_t)(cols + 8 * groups);
-    frame[2] = (uintptr_t)oa;
-    frame[3] = (uintptr_t)ob;
-    frame[4] = (uintptr_t)(s + pairs * per_pair);
-    frame[5] = (uintptr_t)bias;
+    pe_arm_pair_frame(frame, cols, groups, oa, ob, s + pairs * per_pair, bias);
     if (pairs > 0) {
         PE_ARM_PAIR_REGS;
         if (mode == PE_ARM_FAST) {
@@ -455,12 +465,7 @@ PE_ARM_INLINE void pe_arm_raw_pairs(const int16_t *cols, int32_t groups, const i
 #if PE_ARM_DSP
     uintptr_t frame[6];
     const int32_t *const w = s;
-    frame[0] = (uintptr_t)cols;
-    frame[1] = (uintptr_t)(cols + 8 * groups);
-    frame[2] = (uintptr_t)oa;
-    frame[3] = (uintptr_t)ob;
-    frame[4] = (uintptr_t)(s + pairs * per_pair);
-    frame[5] = 0u;
+    pe_arm_pair_frame(frame, cols, groups, oa, ob, s + pairs * per_pair, 0);
     if (pairs > 0) {
         PE_ARM_PAIR_REGS;
         PE_ARM_RAW_ASM;
@@ -503,15 +508,10 @@ PE_ARM_INLINE void pe_arm_rows_pairs(const int16_t *cols, int32_t groups, const 
 {
     const int32_t k = 4 * groups;
 #if PE_ARM_DSP
-    /* the frame: cols, end of cols, oa, ob, end of the rows, bias, rq, k - 4 */
+    /* the frame, then rq and k - 4 */
     uintptr_t frame[8];
     const int8_t *const w = rows;
-    frame[0] = (uintptr_t)cols;
-    frame[1] = (uintptr_t)(cols + 8 * groups);
-    frame[2] = (uintptr_t)oa;
-    frame[3] = (uintptr_t)ob;
-    frame[4] = (uintptr_t)(rows + 2 * pairs * k);
-    frame[5] = (uintptr_t)bias;
+    pe_arm_pair_frame(frame, cols, groups, oa, ob, rows + 2 * pairs * k, bias);
     frame[6] = (uintptr_t)rq;
     frame[7] = (uintptr_t)(k - 4);
     if (pairs > 0) {

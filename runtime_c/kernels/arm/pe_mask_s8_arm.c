@@ -68,10 +68,10 @@ void pe_mask_grad_s8_arm(int32_t size, const int8_t *dy, const int32_t *dy_exp,
         pe_arm_st32(dx + i, pe_arm_ld32(dy + i) & pe_arm_nibble_bytes[m & 15u]);
         pe_arm_st32(dx + i + 4, pe_arm_ld32(dy + i + 4) & pe_arm_nibble_bytes[m >> 4]);
     }
-    for (; i < size; ++i) {
-        dx[i] = ((mask[i >> 3] >> (i & 7)) & 1u) != 0u ? dy[i] : 0;
-    }
     *dx_exp = e;
+    if (i < size) {                          /* the rest (a multiple of eight behind): ref */
+        pe_mask_grad_s8(size - i, dy + i, dy_exp, mask + (i >> 3), dx + i, dx_exp);
+    }
 }
 
 /* pe_mask_grad_f32_arm - pe_mask_grad_f32 eight values per mask byte: each float's bits ANDed
@@ -89,7 +89,7 @@ void pe_mask_grad_f32_arm(int32_t size, const float *dy, const uint8_t *mask, fl
             memcpy(dx + i + j, &v, sizeof v);
         }
     }
-    for (; i < size; ++i) {
-        dx[i] = ((mask[i >> 3] >> (i & 7)) & 1u) != 0u ? dy[i] : 0.0f;
+    if (i < size) {                          /* the rest: ref */
+        pe_mask_grad_f32(size - i, dy + i, mask + (i >> 3), dx + i);
     }
 }
