@@ -109,6 +109,8 @@ def test_layer_numbers_of_any_length(model, text, words):
 @pytest.mark.parametrize("body,words", [
     ("schedule: {name: step, step_size: 2147483648}", ["step_size = 2147483648"]),
     ("schedule: {name: warmup, warmup_steps: 4294967297}", ["warmup_steps = 4294967297"]),
+    ("schedule: {name: cosine, total_steps: 2147483648}", ["total_steps = 2147483648"]),
+    ("schedule: {name: cosine, total_steps: 10, min_lr: 1.0e+39}", ["min_lr = 1e+39"]),
     ("accumulate: 2147483648", ["accumulate = 2147483648"]),
     ("accumulate: .inf", ["accumulate = inf is out of range"]),
     ("optimizer: {name: adam, eps: 1.0e+39}", ["eps = 1e+39 is out of range"]),

@@ -124,7 +124,8 @@ STRUCTS: dict[str, tuple[tuple[str, str], ...]] = {
                            ("eps", "float"), ("accumulate", _I32)),
     "pe_step_counter_params": (("accumulate", _I32), ("schedule", _I32), ("lr", "float"),
                                ("gamma", "float"), ("step_size", _I32),
-                               ("warmup_steps", _I32), ("beta1", "float"), ("beta2", "float")),
+                               ("warmup_steps", _I32), ("total_steps", _I32),
+                               ("min_lr", "float"), ("beta1", "float"), ("beta2", "float")),
 }
 
 # IR dtype -> C element type.

@@ -62,7 +62,7 @@ from .params import (
 )
 
 F32 = np.float32
-SCHEDULES = {"constant": 0, "step": 1, "warmup": 2}
+SCHEDULES = {"constant": 0, "step": 1, "warmup": 2, "cosine": 3}
 
 
 class _TrainOp(OpArgs):
@@ -615,7 +615,9 @@ def _step_counter(v: _TrainOp) -> KernelCall:
         "accumulate": int(v.attr("accumulate", 1) or 1), "schedule": SCHEDULES[str(sched)],
         "lr": float(F32(v.attr("lr", 0.0))), "gamma": float(F32(v.attr("gamma", 1.0))),
         "step_size": int(v.attr("step_size", 1) or 1),
-        "warmup_steps": int(v.attr("warmup_steps", 1) or 1),
+        "warmup_steps": int(v.attr("warmup_steps", 0) or 0),
+        "total_steps": int(v.attr("total_steps", 1) or 1),
+        "min_lr": float(F32(v.attr("min_lr", 0.0))),
         "beta1": float(F32(v.attr("beta1", 0.9))), "beta2": float(F32(v.attr("beta2", 0.999)))})
     suffix = "s8" if mode == "int8" else "f32"
     return v.call(f"pe_step_counter_{suffix}", [

@@ -441,7 +441,9 @@ def _b_step_counter(v: _View):
     kw = {"accumulate": int(v.a("accumulate", 1) or 1), "schedule": str(sched),
           "lr": float(v.a("lr", 0.0)), "gamma": float(v.a("gamma", 1.0)),
           "step_size": int(v.a("step_size", 1) or 1),
-          "warmup_steps": int(v.a("warmup_steps", 1) or 1),
+          "warmup_steps": int(v.a("warmup_steps", 0) or 0),
+          "total_steps": int(v.a("total_steps", 1) or 1),
+          "min_lr": float(v.a("min_lr", 0.0)),
           "beta1": float(v.a("beta1", 0.9)), "beta2": float(v.a("beta2", 0.999))}
 
     def run(vals):

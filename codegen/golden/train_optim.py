@@ -327,10 +327,74 @@ def sgd_update_i8(param: np.ndarray, grad: np.ndarray, grad_exp: int, qas: np.nd
     return out
 
 
+# float32 cos(pi * p) for the cosine schedule: pi and the Taylor coefficients of
+# (cos(x) - 1) / x^2 = -1/2! + x^2/4! - ... + x^10/12! on [0, pi/2] (truncation < 7e-9), each
+# written as the shortest decimal of its float32 (the C kernel uses the same literals).
+COS_PI = F32(3.1415927)
+COS_COEFFS = (F32(-0.5), F32(4.1666668e-02), F32(-1.3888889e-03), F32(2.4801588e-05),
+              F32(-2.755732e-07), F32(2.0876756e-09))
+
+
+def cosine_halves(k: int, n: int) -> tuple[np.float32, np.float32]:
+    """``((1 + cos(pi p)) / 2, (1 - cos(pi p)) / 2)`` for p = k / n (integers, 0 <= k <= n,
+    n >= 1), with float32 +, -, * and one division, in this order (pe_step_counter_f32.c does
+    the same)::
+
+        r = k > n - k                     # reflect: cos(pi p) = -cos(pi (1 - p))
+        q = float32(r ? n - k : k) / float32(n)               # q in [0, 0.5]
+        x = COS_PI * q;  z = x * x
+        t = z * (c0 + z * (c1 + z * (c2 + z * (c3 + z * (c4 + z * c5)))))   # cos(x) - 1
+        a = 0.5 * (2 + t);  b = 0.5 * (-t)                    # (1 + cos x)/2, (1 - cos x)/2
+        return (b, a) if r else (a, b)
+
+    Reflecting the integers (not p) and keeping ``t = cos(x) - 1`` instead of adding the 1
+    give both halves full relative precision, also where one of them is tiny (the decay's
+    start and end): within 4e-7 of their float64 values.
+    """
+    k, n = int(k), int(n)
+    reflect = k > n - k
+    q = F32(n - k if reflect else k) / F32(n)
+    x = COS_PI * q
+    z = x * x
+    c0, c1, c2, c3, c4, c5 = COS_COEFFS
+    t = z * (c0 + z * (c1 + z * (c2 + z * (c3 + z * (c4 + z * c5)))))
+    a = F32(0.5) * (F32(2) + t)
+    b = F32(0.5) * (-t)
+    return (b, a) if reflect else (a, b)
+
+
+def warmup_lr(u: int, lr: float, warmup_steps: int) -> np.float32:
+    """Schedule ``warmup``: ``(float32(lr) * float32(min(u + 1, W))) / float32(W)``
+    (W < 1 is taken as 1), u = updates done."""
+    w = max(int(warmup_steps), 1)
+    return (F32(lr) * F32(min(u + 1, w))) / F32(w)
+
+
+def cosine_lr(u: int, lr: float, total_steps: int, warmup_steps: int = 0,
+              min_lr: float = 0.0) -> np.float32:
+    """Schedule ``cosine``: the lr of the next update after u updates, float32 throughout::
+
+        u < W:  (lr * float32(u + 1)) / float32(W)                 (the warmup formula)
+        else:   T' = max(T - W, 1);  k = min(u - W, T')            # p = k / T'
+                (a, b) = cosine_halves(k, T')     # ((1 + cos(pi p))/2, (1 - cos(pi p))/2)
+                lr * a + min_lr * b
+
+    i.e. ``min_lr + (lr - min_lr) * (1 + cos(pi p)) / 2``; lr exactly at u = W, min_lr exactly
+    from u = T on. W < 0 is taken as 0.
+    """
+    w = max(int(warmup_steps), 0)
+    if u < w:
+        return warmup_lr(u, lr, w)
+    tp = max(int(total_steps) - w, 1)
+    a, b = cosine_halves(min(u - w, tp), tp)
+    return F32(lr) * a + F32(min_lr) * b
+
+
 def step_counter(step: np.ndarray, lr_t: np.ndarray | None, pows: np.ndarray | None, *,
                  accumulate: int = 1, schedule: str = "constant", lr: float = 0.0,
-                 gamma: float = 1.0, step_size: int = 1, warmup_steps: int = 1,
-                 beta1: float = 0.9, beta2: float = 0.999) -> dict:
+                 gamma: float = 1.0, step_size: int = 1, warmup_steps: int = 0,
+                 total_steps: int = 1, min_lr: float = 0.0, beta1: float = 0.9,
+                 beta2: float = 0.999) -> dict:
     """The last op of a training step (t = step before the op)::
 
         apply = (t + 1) % accumulate == 0
@@ -339,6 +403,7 @@ def step_counter(step: np.ndarray, lr_t: np.ndarray | None, pows: np.ndarray | N
             u = (t + 1) / accumulate                      # updates done now
             step:   if u % step_size == 0: lr_t = lr_t * float32(gamma)
             warmup: lr_t = (float32(lr) * float32(min(u + 1, W))) / float32(W)
+            cosine: lr_t = cosine_lr(u, lr, T, W, min_lr)
         step = t + 1
 
     Returns the new values of "step", "lr" and "pows" (those given).
@@ -359,6 +424,8 @@ def step_counter(step: np.ndarray, lr_t: np.ndarray | None, pows: np.ndarray | N
                 cur = cur * F32(gamma)
             out["lr"] = cur.astype(np.float32)
         elif schedule == "warmup":
-            w = int(warmup_steps)
-            out["lr"] = np.array([(F32(lr) * F32(min(u + 1, w))) / F32(w)], dtype=np.float32)
+            out["lr"] = np.array([warmup_lr(u, lr, warmup_steps)], dtype=np.float32)
+        elif schedule == "cosine":
+            out["lr"] = np.array([cosine_lr(u, lr, total_steps, warmup_steps, min_lr)],
+                                 dtype=np.float32)
     return out

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..golden.numerics import quantize_multipliers
-from ..golden.train_optim import MASTER_FRAC_BITS, forward_bias_limit
+from ..golden.train_optim import MASTER_FRAC_BITS, cosine_lr, forward_bias_limit, warmup_lr
 from ..ir import Graph, Op, Role, Tensor
 from ..ir.ops import UPDATE_INPUTS
 from .spec import TrainSpec
@@ -78,10 +78,13 @@ class Updater:
             self.pows = self._state("adam_pows", (2,), "float32", np.ones(2, np.float32),
                                     "adam_pows")
         sched = spec.schedule
-        if sched.name != "constant":
+        if sched.name != "constant":     # lr_t before any update: step_counter's formula at u = 0
             lr0 = np.float32(self.opt.lr)
             if sched.name == "warmup":
-                lr0 = lr0 * np.float32(1) / np.float32(sched.warmup_steps)
+                lr0 = warmup_lr(0, self.opt.lr, sched.warmup_steps)
+            elif sched.name == "cosine":
+                lr0 = cosine_lr(0, self.opt.lr, sched.total_steps, sched.warmup_steps,
+                                sched.min_lr)
             self.lr = self._state("lr_t", (1,), "float32", np.array([lr0], np.float32), "lr")
 
     def _state(self, base: str, shape: tuple[int, ...], dtype: str, data: np.ndarray,
@@ -174,7 +177,8 @@ class Updater:
         updates = tuple(n for n in (self.step, self.lr, self.pows) if n)
         attrs = {"updates": updates, "accumulate": self.spec.accumulate, "schedule": s.name,
                  "lr": float(opt.lr), "gamma": float(s.gamma), "step_size": int(s.step_size),
-                 "warmup_steps": int(s.warmup_steps), "beta1": float(opt.beta1),
+                 "warmup_steps": int(s.warmup_steps), "total_steps": int(s.total_steps),
+                 "min_lr": float(s.min_lr), "beta1": float(opt.beta1),
                  "beta2": float(opt.beta2)}
         return Op("step_counter", self.g.unique_name("step_counter"),
                   (self.step, self.lr, self.pows), (), attrs)

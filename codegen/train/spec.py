@@ -6,7 +6,7 @@ trainable:
   - {layers: last 4, params: bias}
   - {layers: [conv_12, fc], params: weight, channels: 0.25}
 optimizer: {name: sgd, lr: 0.01, momentum: 0.9}   # sgd | adam (beta1, beta2, eps)
-schedule: {name: step, step_size: 100, gamma: 0.5} # constant | step | warmup
+schedule: {name: step, step_size: 100, gamma: 0.5} # constant | step | warmup | cosine
 backward: fp32                 # or int8
 master_weights: none           # none | fp32 (backward fp32) | int32 (backward int8)
 accumulate: 1                  # gradient accumulation steps
@@ -49,7 +49,7 @@ LOSSES = ("cross_entropy", "mse")
 OPTIMIZERS = ("sgd", "adam")
 BACKWARD_MODES = ("fp32", "int8")
 MASTER_WEIGHTS = ("none", "fp32", "int32")
-SCHEDULES = ("constant", "step", "warmup")
+SCHEDULES = ("constant", "step", "warmup", "cosine")
 PARAMS = ("bias", "weight", "both")
 # layer kinds a rule may select by (``kind:`` in YAML, ``KIND.`` in a short form), what each is
 KINDS = {"conv": "conv2d with one group", "dwconv": "depthwise_conv2d",
@@ -73,6 +73,9 @@ class Schedule:
     step_size: int = 0        # step: multiply lr by gamma every step_size steps
     gamma: float = 1.0
     warmup_steps: int = 0     # warmup: lr ramps linearly from lr/warmup_steps to lr
+                              # (cosine: optional, the same ramp first)
+    total_steps: int = 0      # cosine: updates over which lr decays (warmup included)
+    min_lr: float = 0.0       # cosine: lr at and after total_steps
 
 
 @dataclass(frozen=True)
@@ -200,16 +203,22 @@ def _schedule(source: str, d: Any) -> Schedule:
     if name not in SCHEDULES:
         raise _err(source, f"unknown schedule {brief(name)} (choose from {', '.join(SCHEDULES)})")
     kw: dict[str, Any] = {}
-    for k in ("step_size", "warmup_steps"):
+    for k in ("step_size", "warmup_steps", "total_steps"):
         if k in d:
             kw[k] = _number(source, k, d[k], 0, integer=True)
-    if "gamma" in d:
-        kw["gamma"] = _number(source, "gamma", d["gamma"], 0.0)
+    for k in ("gamma", "min_lr"):
+        if k in d:
+            kw[k] = _number(source, k, d[k], 0.0)
     s = Schedule(name=name, **kw)
     if s.name == "step" and s.step_size < 1:
         raise _err(source, "schedule 'step' needs step_size >= 1")
     if s.name == "warmup" and s.warmup_steps < 1:
         raise _err(source, "schedule 'warmup' needs warmup_steps >= 1")
+    if s.name == "cosine" and s.total_steps < 1:
+        raise _err(source, "schedule 'cosine' needs total_steps >= 1")
+    if s.name == "cosine" and s.warmup_steps >= s.total_steps:
+        raise _err(source, f"schedule 'cosine' needs warmup_steps < total_steps (got "
+                           f"{s.warmup_steps} >= {s.total_steps})")
     return s
 
 
@@ -275,9 +284,14 @@ def spec_from_dict(d: Any, source: str = "<spec>") -> TrainSpec:
     if not isinstance(pins, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                              for k, v in pins.items()):
         raise _err(source, "kernels must map op names to backends, e.g. {conv_12: ref}")
-    return TrainSpec(kernels=tuple(sorted(pins.items())),loss=loss, trainable=tuple(_rule(source, r) for r in tr),
-                     optimizer=_optimizer(source, d.get("optimizer", {})),
-                     schedule=_schedule(source, d.get("schedule", {})),
+    rules = tuple(_rule(source, r) for r in tr)
+    optimizer = _optimizer(source, d.get("optimizer", {}))
+    schedule = _schedule(source, d.get("schedule", {}))
+    if schedule.name == "cosine" and np.float32(schedule.min_lr) > np.float32(optimizer.lr):
+        raise _err(source, f"schedule 'cosine' needs min_lr <= the optimizer's lr (got min_lr "
+                           f"{schedule.min_lr} > lr {optimizer.lr})")
+    return TrainSpec(kernels=tuple(sorted(pins.items())),loss=loss, trainable=rules,
+                     optimizer=optimizer, schedule=schedule,
                      backward=backward, master_weights=master, accumulate=acc, source=source,
                      backward_given="backward" in d)
 

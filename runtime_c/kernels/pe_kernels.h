@@ -423,7 +423,9 @@ typedef struct {
 } pe_adam_params_f32;
 
 /* step_counter: schedule 0 constant, 1 step (lr_t *= gamma every step_size updates),
- * 2 warmup (lr_t = lr * min(u + 1, W) / W); beta1/beta2 advance Adam's powers. */
+ * 2 warmup (lr_t = lr * min(u + 1, W) / W), 3 cosine (warmup over W updates, then
+ * min_lr + (lr - min_lr) * (1 + cos(pi * min(u - W, T - W) / (T - W))) / 2 with
+ * T = total_steps); beta1/beta2 advance Adam's powers. */
 typedef struct {
     int32_t accumulate;
     int32_t schedule;
@@ -431,6 +433,8 @@ typedef struct {
     float gamma;
     int32_t step_size;
     int32_t warmup_steps;
+    int32_t total_steps;
+    float min_lr;
     float beta1;
     float beta2;
 } pe_step_counter_params;

@@ -3,6 +3,7 @@ subsets, accumulation, Adam, step counter and schedules; pe_logf and the loss ta
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -239,6 +240,78 @@ def test_warmup_schedule():
         seen.append(float(lr[0]))
     want = [float((F32(0.2) * F32(min(u + 1, 4))) / F32(4)) for u in range(7)]
     assert seen == want
+
+
+def _cosine_sequence(lr: float, total: int, warmup: int, min_lr: float, n: int) -> list:
+    """lr_t after u = 0 .. n-1 updates, run through step_counter from the initial value."""
+    lr_t = np.array([to.cosine_lr(0, lr, total, warmup, min_lr)], np.float32)
+    step, seen = np.array([0], np.int32), [lr_t[0]]
+    for _ in range(n - 1):
+        out = to.step_counter(step, lr_t, None, schedule="cosine", lr=lr, total_steps=total,
+                              warmup_steps=warmup, min_lr=min_lr)
+        step, lr_t = out["step"], out["lr"]
+        assert lr_t.dtype == np.float32
+        seen.append(lr_t[0])
+    return seen
+
+
+@pytest.mark.parametrize(("lr", "total", "warmup", "min_lr"),
+                         [(0.1, 100, 10, 0.001), (0.05, 100, 0, 0.0), (0.01, 1, 0, 0.001),
+                          (0.2, 7, 6, 0.2), (1e-3, 5000, 250, 1e-5)])
+def test_cosine_schedule_follows_float64_cos(lr, total, warmup, min_lr):
+    """The float32 cosine schedule (no libm) against math.cos in float64: within 1e-6
+    relative at every update; the warmup ramp first; then non-increasing from exactly lr (at
+    u = W) to exactly min_lr (at u = T and after)."""
+    seen = _cosine_sequence(lr, total, warmup, min_lr, total + 20)
+    tp = max(total - warmup, 1)
+    for u, got in enumerate(seen):
+        assert got == to.cosine_lr(u, lr, total, warmup, min_lr)
+        if u < warmup:
+            assert got == (F32(lr) * F32(u + 1)) / F32(warmup)        # the warmup formula
+            continue
+        p = min(u - warmup, tp) / tp
+        want = min_lr + (lr - min_lr) * 0.5 * (1.0 + math.cos(math.pi * p))
+        assert abs(float(got) - want) <= 1e-6 * want or got == want == 0.0, (u, got, want)
+    decay = seen[warmup:]
+    assert decay[0] == F32(lr)
+    assert all(a >= b for a, b in itertools.pairwise(decay))
+    assert all(v == F32(min_lr) for v in seen[total:])
+    assert seen[total - 1] > F32(min_lr) or lr == min_lr
+
+
+def test_cosine_without_warmup_starts_at_lr_and_accumulates():
+    assert to.cosine_lr(0, 0.05, 30) == F32(0.05)
+    assert to.cosine_lr(30, 0.05, 30) == 0.0 and to.cosine_lr(10**6, 0.05, 30, 0, 0.01) == F32(0.01)
+    step, lr = np.array([0], np.int32), np.array([F32(0.05)], np.float32)
+    for t in range(12):                   # accumulate 3: lr moves on every third step only
+        out = to.step_counter(step, lr, None, accumulate=3, schedule="cosine", lr=0.05,
+                              total_steps=4)
+        assert ("lr" in out) == ((t + 1) % 3 == 0)
+        step, lr = out["step"], out.get("lr", lr)
+        if "lr" in out:
+            assert lr[0] == to.cosine_lr((t + 1) // 3, 0.05, 4)
+    assert lr[0] == 0.0
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 90, 1000, 20001, 2**31 - 1])
+def test_cosine_halves_polynomial_accuracy(n):
+    """cosine_halves(k, n): ((1 + cos(pi p))/2, (1 - cos(pi p))/2) for p = k/n with float32
+    +, -, *, / only: each within 4e-7 relative of float64 cos^2(pi p/2) and sin^2(pi p/2)
+    (references free of cancellation), exact at both ends, summing to 1 within 1 ulp."""
+    ks = range(n + 1) if n <= 20001 else [
+        *range(4), *range(n // 2 - 2, n // 2 + 3), *range(n - 3, n + 1),
+        *(int(k) for k in np.linspace(0, n, 5001))]
+    worst = 0.0
+    for k in ks:
+        a, b = to.cosine_halves(k, n)
+        assert isinstance(a, np.float32) and isinstance(b, np.float32)
+        h = math.pi * k / n / 2
+        for got, want in ((a, math.cos(h) ** 2), (b, math.sin(h) ** 2)):
+            if want > 1e-30:
+                worst = max(worst, abs(float(got) - want) / want)
+        assert abs(float(a) + float(b) - 1.0) <= 2.0**-23
+    assert worst <= 4e-7, worst
+    assert to.cosine_halves(0, n) == (1.0, 0.0) and to.cosine_halves(n, n) == (0.0, 1.0)
 
 
 # -- int8 SGD ------------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ from .c_runner import (
     have,
     sanitizer_flags,
 )
-from .train_cases import MODES, TRAIN_CASES
+from .train_cases import MODES, TRAIN_CASES, step_counter_case
 from .train_runner import (
     c_array,
     check_train_case,
@@ -150,7 +150,7 @@ def test_cases_cover_the_parameter_space() -> None:
     assert seen["master"] == {(m, b) for m in MODES for b in (True, False)}
     assert seen["accumulate"] == {True, False} and seen["lr_slot"] == {True, False}
     assert seen["bias"] == {"int8", "int32"} and seen["axis3"] == {0, 3}
-    assert seen["schedule"] == {"constant", "step", "warmup"}
+    assert seen["schedule"] == {"constant", "step", "warmup", "cosine"}
 
 
 def test_update_cases_reach_saturation() -> None:
@@ -343,6 +343,14 @@ STEP_SPECS = {
                             "optimizer": {"name": "sgd", "lr": 0.05, "momentum": 0.8},
                             "schedule": {"name": "warmup", "warmup_steps": 5},
                             "loss": "mse", "accumulate": 2},
+    "momentum-cosine-warmup": {"trainable": [{"layers": "last 2", "params": "both"}],
+                               "optimizer": {"name": "sgd", "lr": 0.05, "momentum": 0.9},
+                               "schedule": {"name": "cosine", "total_steps": 30,
+                                            "warmup_steps": 5, "min_lr": 0.002}},
+    "adam-cosine-accumulate": {"trainable": [{"layers": "all", "params": "both"}],
+                               "optimizer": {"name": "adam", "lr": 0.002},
+                               "schedule": {"name": "cosine", "total_steps": 12},
+                               "accumulate": 2},
     "mse-int8": {"trainable": [{"layers": "last 2", "params": "both"}], "loss": "mse",
                  "optimizer": {"name": "sgd", "lr": 0.05}, "backward": "int8"},
 }
@@ -364,6 +372,34 @@ def test_training_steps_match_golden(ref_lib: RefKernels, digits, name: str) -> 
     losses = np.array(report["losses"], np.float32)
     assert losses[:, 0].tobytes() == losses[:, 1].tobytes()
     assert np.all(np.isfinite(losses)) and len(set(losses[:, 0].tolist())) > 1
+
+
+@pytest.mark.parametrize(("total", "warmup", "min_lr", "accumulate"),
+                         [(100, 10, 0.001, 1), (1, 0, 0.0, 1), (7, 3, 0.01, 2), (50, 0, 0.0, 3),
+                          (2**31 - 1, 2**31 - 2, 0.001, 1)])
+def test_cosine_schedule_sequence_matches_golden(ref_lib: RefKernels, total: int, warmup: int,
+                                                 min_lr: float, accumulate: int) -> None:
+    """pe_step_counter_f32 through a whole cosine schedule (warmup, decay, after the end),
+    step by step from the builder's initial lr_t: the same bytes as the golden kernel, and the
+    lr after u updates is train_optim.cosine_lr(u)."""
+    lr = 0.05
+    attrs = {"accumulate": accumulate, "schedule": "cosine", "lr": lr, "warmup_steps": warmup,
+             "total_steps": total, "min_lr": min_lr}
+    lr_t = to.cosine_lr(0, lr, total, warmup, min_lr)
+    steps = list(range((min(total, 120) + 3) * accumulate))
+    if total > 2**20:                      # the end of the int32 range: step t <= 2^31 - 2
+        steps = [*range(3), *range(total - 4, total)]
+    for t in steps:
+        graph, inputs = step_counter_case(t, lr_t, attrs)
+        new = to.step_counter(inputs[0].copy(), inputs[1].copy(), None, **attrs)
+        bad, n, diff = check_train_case(ref_lib, graph, inputs)
+        assert n == 2 and bad == 0, (t, diff)
+        if (t + 1) % accumulate == 0:
+            assert new["lr"][0] == to.cosine_lr((t + 1) // accumulate, lr, total, warmup, min_lr)
+            lr_t = new["lr"][0]
+        else:
+            assert "lr" not in new
+    assert lr_t == np.float32(min_lr)          # the last step is past total_steps
 
 
 # -- the interface ---------------------------------------------------------------------------------
@@ -551,6 +587,11 @@ def test_kernels_bit_exact_on_emulated_targets(build_root: Path, target: str) ->
         for _ in range(N_TARGET_CASES):
             cases.append(TRAIN_CASES[op_type](rng, mode))
             labels.append(f"{op_type}-{mode}")
+    cosine = {"accumulate": 1, "schedule": "cosine", "lr": 0.05, "warmup_steps": 4,
+              "total_steps": 30, "min_lr": 0.002}
+    for t in range(33):                    # a whole cosine schedule: warmup, decay, past the end
+        cases.append(step_counter_case(t, 0.0, cosine))
+        labels.append("step_counter-cosine")
     src, want = render_cases(cases)
     got = build_and_run(src, build_root / f"qemu_{target}", target, TRAIN_SOURCES)
     assert len(got) == len(want), f"{target}: {len(got)} of {len(want)} cases reported"

@@ -533,7 +533,7 @@ def _step_counter(rng: Rng, mode: str) -> Case:
     sched = "constant"
     attrs: dict = {"accumulate": 1}
     if mode == "fp32":
-        sched = str(rng.choice(["constant", "step", "warmup"]))
+        sched = str(rng.choice(["constant", "step", "warmup", "cosine"]))
         attrs["accumulate"] = int(rng.choice([1, 1, 2, 3]))
         if sched != "constant":
             b.add_input("lr_t", (1,), "float32",
@@ -552,7 +552,23 @@ def _step_counter(rng: Rng, mode: str) -> Case:
     attrs.update(updates=tuple(updates), schedule=sched, lr=float(rng.uniform(1e-4, 1e-1)),
                  gamma=float(rng.uniform(0.1, 0.99)), step_size=int(rng.integers(1, 5)),
                  warmup_steps=int(rng.integers(1, 10)))
+    if sched == "cosine":
+        total = int(rng.integers(1, 40))
+        attrs.update(total_steps=total, warmup_steps=int(rng.integers(0, min(total, 10))),
+                     min_lr=float(rng.choice([0.0, attrs["lr"] * rng.uniform(0, 0.5)])))
+        # a step in warmup, decay or past total_steps (updates u <= total + 2)
+        b.values[0][0] = rng.integers(0, (total + 3) * attrs["accumulate"])
     return b.op("step_counter", [], attrs)
+
+
+def step_counter_case(step: int, lr_t: float, attrs: dict) -> Case:
+    """An fp32 step_counter with an lr_t state (no Adam powers), ``attrs`` as given."""
+    b = _Builder("fp32")
+    b.add_input("step", (1,), "int32", np.array([step], np.int32), role=Role.OPTIMIZER_STATE)
+    b.add_input("lr_t", (1,), "float32", np.array([lr_t], np.float32),
+                role=Role.OPTIMIZER_STATE)
+    b.absent()
+    return b.op("step_counter", [], {"updates": ("step", "lr_t"), **attrs})
 
 
 TRAIN_CASES: dict[str, Callable[[Rng, str], Case | None]] = {

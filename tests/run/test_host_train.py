@@ -12,13 +12,14 @@ from codegen.golden.training import TrainState, fit, predict
 from codegen.models import digits
 from codegen.pipeline import build_project, compile_model, run_host_fit, run_host_infer
 from codegen.train import build_training_graph
-from codegen.train.spec import load_spec
+from codegen.train.spec import TrainSpec, load_spec, spec_from_dict
 from tests.render.helpers import need
 
 STEPS = 120
 SEED = 5
 
-# (spec, sanitize): every optimizer in both modes (Adam is fp32 only); two under ASan+UBSan.
+# (spec, sanitize): every optimizer in both modes (Adam is fp32 only); two under ASan+UBSan;
+# a cosine schedule (YAML only) whose warmup, decay and floor all fall within the STEPS updates.
 CONFIGS = {
     "fp32-sgd": ("all,opt=sgd,lr=0.02,backward=fp32", False),
     "fp32-momentum": ("bias:all+weight:last2,opt=momentum,lr=0.02,momentum=0.9,backward=fp32",
@@ -27,6 +28,13 @@ CONFIGS = {
     "int8-sgd": ("all,opt=sgd,lr=0.02,backward=int8", False),
     "int8-momentum": ("bias:all+weight:last3,opt=momentum,lr=0.02,momentum=0.9,backward=int8",
                       True),
+    "fp32-cosine": (spec_from_dict({
+        "trainable": [{"layers": "all", "params": "bias"},
+                      {"layers": "last 2", "params": "weight"}],
+        "optimizer": {"name": "sgd", "lr": 0.05, "momentum": 0.9},
+        "schedule": {"name": "cosine", "total_steps": 100, "warmup_steps": 10,
+                     "min_lr": 0.001},
+        "backward": "fp32"}, "cosine.yaml"), False),
 }
 
 
@@ -40,7 +48,7 @@ def digits_data(request):
 
 
 def _golden(graph, spec, x, y):
-    tg = build_training_graph(graph, load_spec(spec))
+    tg = build_training_graph(graph, spec if isinstance(spec, TrainSpec) else load_spec(spec))
     state = TrainState.from_graph(tg)
     res = fit(tg, state, x, y, epochs=1, shuffle=True, seed=SEED)
     return tg, state, res

@@ -284,6 +284,52 @@ def test_master_weights_schedule_and_accumulation_state():
     assert g.tensors[slot["lr"]].data[0] == np.float32(0.01)
 
 
+def test_cosine_schedule_state_and_attrs(tmp_path):
+    """A YAML cosine schedule: the step_counter's attrs, lr_t starting at the golden lr of
+    update 0 (the warmup's first value, or lr itself without warmup)."""
+    from codegen.golden.train_optim import cosine_lr
+
+    p = tmp_path / "spec.yaml"
+    for warmup, lr0 in ((4, np.float32(0.05) * np.float32(1) / np.float32(4)),
+                        (0, np.float32(0.05))):
+        p.write_text("trainable: [{layers: last 2, params: both}]\n"
+                     "optimizer: {name: sgd, lr: 0.05, momentum: 0.9}\n"
+                     f"schedule: {{name: cosine, total_steps: 40, warmup_steps: {warmup}, "
+                     "min_lr: 0.001}\n")
+        spec = load_spec(p)
+        assert spec.schedule == Schedule(name="cosine", warmup_steps=warmup, total_steps=40,
+                                         min_lr=0.001)
+        g = build_training_graph(digits_int8(), spec)
+        verify(g)
+        step = g.ops[-1]
+        assert step.type == "step_counter"
+        a = step.attrs
+        assert (a["schedule"], a["total_steps"], a["warmup_steps"], a["min_lr"]) == \
+            ("cosine", 40, warmup, 0.001)
+        lr_t = g.tensors[step.inputs[1]]
+        assert lr_t.data.dtype == np.float32 and lr_t.data[0] == lr0 == \
+            cosine_lr(0, 0.05, 40, warmup, 0.001)
+        assert g.metadata["training"]["schedule"] == {"name": "cosine", "step_size": 0,
+                                                      "gamma": 1.0, "warmup_steps": warmup,
+                                                      "total_steps": 40, "min_lr": 0.001}
+
+
+@pytest.mark.parametrize("schedule", ["{name: step, step_size: 10, gamma: 0.5}",
+                                      "{name: warmup, warmup_steps: 3}",
+                                      "{name: cosine, total_steps: 50, warmup_steps: 5}"])
+def test_schedules_need_fp32_backward(tmp_path, schedule):
+    """The int8 backward folds a constant lr into its multipliers: every other schedule is a
+    one-line SpecError from the builder (the spec itself parses)."""
+    p = tmp_path / "spec.yaml"
+    p.write_text(f"trainable: [{{layers: last 2}}]\nbackward: int8\nschedule: {schedule}\n")
+    spec = load_spec(p)
+    with pytest.raises(SpecError) as e:
+        build_training_graph(digits_int8(), spec)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(str(p)), msg
+    assert f"schedule '{spec.schedule.name}' needs backward: fp32" in msg, msg
+
+
 # -- int8 backward ------------------------------------------------------------------------------
 
 def test_int8_mode_has_exponent_tensors():
@@ -434,6 +480,7 @@ def test_unreachable_trainable_layer_is_a_spec_error():
     "bias:last2,momentum=1.5",
     "nope:last2",
     "bias:last2,accumulate=0",
+    "bias:last2,schedule=cosine",   # schedules are YAML only
 ])
 def test_short_spec_errors_are_one_line(text):
     with pytest.raises(SpecError) as e:
@@ -450,6 +497,24 @@ def test_short_spec_errors_are_one_line(text):
     ("trainable: [{params: bias}]\n", "no 'layers'"),
     ("trainable: [{layers: last 2}]\noptimizer: {name: sgd, lr: fast}\n", "lr must be a number"),
     ("trainable: [{layers: last 2}]\nschedule: {name: step}\n", "step_size"),
+    ("trainable: [{layers: last 2}]\nschedule: {name: cosine}\n",
+     "schedule 'cosine' needs total_steps >= 1"),
+    ("trainable: [{layers: last 2}]\nschedule: {name: cosine, total_steps: 0}\n",
+     "schedule 'cosine' needs total_steps >= 1"),
+    ("trainable: [{layers: last 2}]\nschedule: {name: cosine, total_steps: 2.5}\n",
+     "total_steps must be an integer"),
+    ("trainable: [{layers: last 2}]\nschedule: {name: cosine, total_steps: -3}\n",
+     "total_steps = -3 is out of range"),
+    (("trainable: [{layers: last 2}]\n"
+      "schedule: {name: cosine, total_steps: 10, warmup_steps: 10}\n"),
+     "needs warmup_steps < total_steps (got 10 >= 10)"),
+    ("trainable: [{layers: last 2}]\nschedule: {name: cosine, total_steps: 10, min_lr: -0.001}\n",
+     "min_lr = -0.001 is out of range"),
+    (("trainable: [{layers: last 2}]\noptimizer: {name: sgd, lr: 0.01}\n"
+      "schedule: {name: cosine, total_steps: 10, min_lr: 0.02}\n"),
+     "needs min_lr <= the optimizer's lr (got min_lr 0.02 > lr 0.01)"),
+    ("trainable: [{layers: last 2}]\nschedule: {name: cosine, total_steps: 10, decay: 0.1}\n",
+     "unknown schedule key(s) ['decay']"),
     ("trainable: [{layers: last 2}]\nmaster_weights: fp16\n", "master_weights"),
 ])
 def test_yaml_spec_errors_are_one_line(tmp_path, yaml_text, words):
