@@ -243,6 +243,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         if export_format(out) == "onnx":        # an op ONNX export cannot take: before training
             from .frontend.onnx_writer import check_onnx_export as check
     calib = load_npz(args.calib)[0] if args.calib else None
+    train = _auto_train(args, board_name=args.board or _device_engine(args.engine),
+                        data=args.data)
     steps = [0]
     from .progress import show_progress, step_bar
 
@@ -257,7 +259,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
             bar.write(f"  epoch {epoch + 1} step {step + 1}: loss {loss:.4f}")
 
     try:
-        r = fit_model(args.model, args.train, args.data, args.eval, epochs=args.epochs,
+        r = fit_model(args.model, train, args.data, args.eval, epochs=args.epochs,
                       engine=args.engine, calib=calib, seed=args.seed,
                       shuffle=not args.no_shuffle, progress=progress,
                       profile_ops=args.profile_ops, timeout=args.timeout, keep_dir=args.keep,
@@ -271,6 +273,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         r["output_format"] = export_model(tuned_graph(r["_graph"], r["_state"]), out)
         r["output"] = str(out)
     result = {k: v for k, v in r.items() if not k.startswith("_")}
+    if args.train == "auto":
+        result["train_auto"] = train.source.removeprefix("--train ")
     if args.json:
         print(json.dumps(result))
         return 0
@@ -302,6 +306,167 @@ def cmd_fit(args: argparse.Namespace) -> int:
     print(f"params_sha256 {result['params_sha256']}")
     if out is not None:
         print(f"wrote {out}")
+    return 0
+
+
+def _search(args: argparse.Namespace, *, model, board_name: str | None, data: str,
+            evals: str | None, verify: bool, quiet: bool):
+    """Run the sparse-update search for ``search`` and ``--train auto`` (a progress bar with an
+    ETA on a terminal)."""
+    from .data import load_npz
+    from .fit import prepare_model
+    from .progress import step_bar
+    from .search import Budget, default_base, parse_size, run_search
+
+    board = None
+    if board_name is not None:
+        from .pipeline import resolve_board
+
+        board = resolve_board(board_name)
+    sram_arg = getattr(args, "sram", None)
+    if board is None and sram_arg is None:
+        raise PockError("search needs a budget: --board BOARD (its SRAM and flash) or "
+                        "--sram BYTES")
+    sram = parse_size(sram_arg, "--sram") if sram_arg else board.sram_budget
+    flash_arg = getattr(args, "flash", None)
+    flash = parse_size(flash_arg, "--flash") if flash_arg else \
+        (board.flash_budget if board is not None else None)
+    latency = getattr(args, "latency", None)
+    if latency is not None and latency <= 0:
+        raise PockError(f"--latency must be a positive number of instructions, got {latency}")
+    budget = Budget(sram=sram, flash=flash, latency=latency, board=board)
+    x, y = load_npz(data)
+    ev = None
+    if evals is not None:
+        xe, ye = load_npz(evals)
+        ev = {"x": xe, "y": ye}
+    calib = load_npz(args.calib)[0] if getattr(args, "calib", None) else None
+    graph = prepare_model(model, calib, x)
+    base_arg = getattr(args, "base", None)
+    if base_arg:
+        from .train.spec import load_spec
+
+        base = load_spec(base_arg)
+        if getattr(args, "backward", None):
+            from dataclasses import replace
+
+            base = replace(base, backward=args.backward, backward_given=True)
+    else:
+        mode = getattr(args, "backward", None) or \
+            (board.default_backward if board is not None else "fp32")
+        base = default_base(mode, max(1, args.epochs) * len(x))
+    if board is not None:
+        base = base.with_default_backward(board.default_backward)
+    bar = step_bar(None, "search", enabled=not quiet, unit="fine-tune")
+
+    def progress(name: str, done: int, total: int) -> None:
+        if bar.active and bar._bar is not None and bar._bar.total != total:
+            bar._bar.total = total
+            bar._bar.refresh()
+        bar.step(spec=name)
+
+    from .backends.cost import cache_dir
+
+    try:
+        return run_search(graph, {"x": x, "y": y}, ev, budget, base=base,
+                          epochs=max(1, args.epochs),
+                          engine=getattr(args, "search_engine", None) or "host",
+                          seed=args.seed, holdout=getattr(args, "holdout", 0.25),
+                          backend=getattr(args, "backend", "auto"),
+                          jobs=max(1, getattr(args, "jobs", None) or min(2, os.cpu_count() or 1)),
+                          cache=cache_dir() / "search",
+                          measure=not getattr(args, "no_measure", False), verify=verify,
+                          progress=progress)
+    finally:
+        bar.close()
+
+
+def _device_engine(engine: str) -> str | None:
+    return None if engine in ("golden", "host") else engine
+
+
+def _auto_train(args: argparse.Namespace, *, board_name: str | None, data: str | None):
+    """``--train auto``: the spec ``search`` finds for the board's budget (from the training
+    data alone; its line on stderr says what it chose); any other --train as given."""
+    if args.train != "auto":
+        return args.train
+    if board_name is None or board_name == "host":
+        raise PockError("--train auto searches for the trainable set that fits a board's "
+                        "budget: give --board BOARD (or --engine BOARD)")
+    if not data:
+        raise PockError("--train auto fine-tunes candidate sets on the training data: give "
+                        "--data")
+    if getattr(args, "epochs", None) is None:
+        args.epochs = 1
+    if getattr(args, "engine", None) == "golden":
+        args.search_engine = "golden"      # fit --engine golden: fine-tune candidates there too
+    from .progress import show_progress
+
+    r = _search(args, model=args.model, board_name=board_name, data=data, evals=None,
+                verify=False, quiet=not show_progress(args))
+    if not getattr(args, "json", False):
+        print(f"--train auto: {r.json['spec']} (SRAM {r.json['sram_bytes']:,} B, validation "
+              f"score {r.json['validation_score']:.4f}; baselines "
+              + ", ".join(f"{b['spec']} {b['validation_score']:.4f}"
+                          for b in r.json["baselines"]) + ")", file=sys.stderr)
+    return r.spec
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from .board import format_size
+    from .progress import show_progress
+    from .search import spec_yaml
+
+    out = Path(args.output)
+    _refuse_overwrite(out, args.force)
+    if args.epochs < 1:
+        raise PockError(f"--epochs must be >= 1, got {args.epochs}")
+    if not 0.0 < args.holdout < 1.0:
+        raise PockError(f"--holdout must be between 0 and 1, got {args.holdout}")
+    r = _search(args, model=args.model, board_name=args.board, data=args.data,
+                evals=args.eval, verify=True, quiet=not show_progress(args))
+    j = r.json
+    acc = lambda v: "-" if v is None else f"{v:.2%}"
+    header = [f"pockengine search: {Path(args.model).name}, budget "
+              f"{format_size(j['budget']['sram_bytes'])} SRAM"
+              + (f", {format_size(j['budget']['flash_bytes'])} flash"
+                 if j["budget"]["flash_bytes"] else "")
+              + (f", {j['budget']['instructions_per_step']:,} instructions per step"
+                 if j["budget"]["instructions_per_step"] else "")
+              + (f" ({j['budget']['board']})" if j["budget"]["board"] else ""),
+              (f"trainable set {j['spec']}: SRAM {j['sram_bytes']:,} B, flash "
+              f"{j['flash_bytes']:,} B, about {j['instructions_per_step']:,} instructions "
+              "per step (cost model)"),
+              (f"validation score {j['validation_score']:.4f} (predicted "
+              f"{j['predicted_score']:.4f}), accuracy on {args.eval or 'no eval set'}: "
+              f"{acc(j['accuracy'])}"),
+              "baselines: " + "; ".join(f"{b['name']} {b['spec']} {acc(b['accuracy'])} "
+                                         f"({b['sram_bytes']:,} B)" for b in j["baselines"]),
+              f"{args.epochs} epochs, seed {args.seed}"]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(spec_yaml(r.spec, header))
+    j["output"] = str(out)
+    if args.json:
+        print(json.dumps(j))
+        return 0
+    ft = j["fine_tunes"]
+    print(f"contribution analysis: {ft['analysis']} fine-tunes ({ft['analysis_cached']} "
+          f"cached) of {ft['epochs']} epochs on {ft['train_samples']} samples, scored on "
+          f"{ft['validation_samples']} held back; {j['seconds']:.0f} s")
+    a = j["additivity"]
+    if a["sets"]:
+        print(f"additivity: predicted vs measured score of {a['sets']} sets differ by "
+              f"{a['mean_abs_error']:.3f} on average (at most {a['max_abs_error']:.3f})")
+    rows = [("", "spec", "SRAM", "validation", "accuracy")]
+    rows.append(("found", j["spec"], f"{j['sram_bytes']:,}", f"{j['validation_score']:.3f}",
+                 acc(j["accuracy"])))
+    for b in j["baselines"]:
+        rows.append((b["name"], b["spec"], f"{b['sram_bytes']:,}",
+                     f"{b['validation_score']:.3f}", acc(b["accuracy"])))
+    widths = [max(len(r[k]) for r in rows) for k in range(5)]
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    print(f"wrote {out}")
     return 0
 
 
@@ -436,8 +601,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
         seen.append(name)
         bar.step(0, stage=name)
 
+    train = _auto_train(args, board_name=args.board, data=args.data)
     try:
-        proj = compile_model(args.model, board=args.board, spec=args.train, calib=calib,
+        proj = compile_model(args.model, board=args.board, spec=train, calib=calib,
                              out_dir=args.output, prefix=args.prefix, backend=args.backend,
                              force=args.force, data=args.data, evals=args.eval,
                              epochs=1 if args.epochs is None else args.epochs, seed=args.seed,
@@ -639,7 +805,8 @@ def build_parser() -> argparse.ArgumentParser:
               "train on an engine, evaluate before/after")
     sp.add_argument("model", help=".tflite or .onnx file (float models are quantized first)")
     sp.add_argument("--train", required=True, metavar="SPEC",
-                    help="training spec: YAML file or short form such as bias:last4")
+                    help="training spec: YAML file or short form such as bias:last4; auto: "
+                    "search for the set that fits the board's budget (pockengine search)")
     sp.add_argument("--data", required=True, help=".npz with training 'x' and 'y'")
     sp.add_argument("--eval", help=".npz with evaluation 'x' and 'y'")
     sp.add_argument("--epochs", type=int, default=1)
@@ -684,13 +851,48 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("-f", "--force", action="store_true", help="overwrite the --csv file")
     sp.add_argument("--json", action="store_true", help="machine-readable output")
 
+    sp = verb("search", cmd_search, "find the trainable set that gains the most accuracy "
+              "under a memory budget (contribution analysis, search, verification) and write "
+              "it as a training spec")
+    sp.add_argument("model", help=".tflite or .onnx file (float models are quantized first)")
+    sp.add_argument("--data", required=True, help=".npz with training 'x' and 'y' (a part is "
+                    "held back to score the candidates)")
+    sp.add_argument("--eval", help=".npz with evaluation 'x' and 'y': only to report the "
+                    "accuracy of the found set and the baselines, never to choose")
+    sp.add_argument("--board", help="plan for this board; its SRAM and flash are the budget "
+                    "unless --sram/--flash say otherwise")
+    sp.add_argument("--sram", metavar="BYTES", help="SRAM budget (131072, 128KiB, 1MiB)")
+    sp.add_argument("--flash", metavar="BYTES", help="flash budget")
+    sp.add_argument("--latency", type=int, metavar="INSTRUCTIONS",
+                    help="instructions per training step (the cost model's estimate)")
+    sp.add_argument("--epochs", type=int, default=3, help="epochs of every fine-tune")
+    sp.add_argument("--backward", choices=("fp32", "int8"),
+                    help="backward mode (default: the board's)")
+    sp.add_argument("--base", metavar="SPEC", help="spec whose loss, optimizer, schedule and "
+                    "modes the candidates use (its trainable set is ignored; default SGD, "
+                    "lr 0.01, momentum 0.9, master copies)")
+    sp.add_argument("--engine", dest="search_engine", choices=("golden", "host"),
+                    default="host", help="engine of the fine-tunes (default host)")
+    sp.add_argument("--holdout", type=float, default=0.25,
+                    help="share of --data held back to score candidates (default 0.25)")
+    sp.add_argument("--jobs", type=int, help="fine-tunes run in parallel (default: up to 2)")
+    sp.add_argument("--seed", type=int, default=0, help="split, sample order and search seed")
+    _backend_option(sp)
+    sp.add_argument("--calib", help=".npz with calibration inputs for a float model")
+    sp.add_argument("-o", "--output", required=True, metavar="SPEC.yaml",
+                    help="the training spec to write")
+    sp.add_argument("-f", "--force", action="store_true", help="overwrite the output file")
+    sp.add_argument("--json", action="store_true", help="machine-readable result")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
     sp = verb("compile", cmd_compile, "generate a C project: pe_init, pe_infer, "
               "pe_train_step, parameter export/import, a fixed memory plan")
     sp.add_argument("model", help=".tflite or .onnx file (float models are quantized first)")
     sp.add_argument("--board", required=True,
                     help="target board: host, a device board (pockengine boards) or a board "
                     "file of your own (PATH.yaml; the project keeps a copy)")
-    sp.add_argument("--train", metavar="SPEC", help="training spec: YAML file or short form")
+    sp.add_argument("--train", metavar="SPEC", help="training spec: YAML file or short form; "
+                    "auto: search for the set that fits the board's budget (needs --data)")
     sp.add_argument("--calib", help=".npz with calibration inputs for a float model")
     sp.add_argument("--data", help="device boards: .npz with training 'x' and 'y' to embed "
                     "in flash")

@@ -63,6 +63,7 @@ RANKS = {
     "fit": TOP,
     "demo": TOP,
     "report": TOP,
+    "search": TOP,  # drives fit and the planner, like fit
 }
 
 # Imports that go against the stage order on purpose, each with its reason. Keep it short.
