@@ -334,7 +334,8 @@ def _search(args: argparse.Namespace, *, model, board_name: str | None, data: st
     latency = getattr(args, "latency", None)
     if latency is not None and latency <= 0:
         raise PockError(f"--latency must be a positive number of instructions, got {latency}")
-    budget = Budget(sram=sram, flash=flash, latency=latency, board=board)
+    budget = Budget(sram=sram, flash=flash, latency=latency, board=board,
+                    board_arg=board_name)
     x, y = load_npz(data)
     ev = None
     if evals is not None:
@@ -376,6 +377,7 @@ def _search(args: argparse.Namespace, *, model, board_name: str | None, data: st
                           jobs=max(1, getattr(args, "jobs", None) or min(2, os.cpu_count() or 1)),
                           cache=cache_dir() / "search",
                           measure=not getattr(args, "no_measure", False), verify=verify,
+                          link=not getattr(args, "no_link", False),
                           progress=progress)
     finally:
         bar.close()
@@ -466,6 +468,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     widths = [max(len(r[k]) for r in rows) for k in range(5)]
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    if j["linked"]:
+        lk = j["linked"]
+        print(f"linked firmware: SRAM {lk['sram_bytes']:,} B, flash {lk['flash_bytes']:,} B"
+              + "".join(f"; {u['spec']} linked at {u['sram_bytes']:,} B, over the budget"
+                        for u in lk["over_budget"]))
     print(f"wrote {out}")
     return 0
 
@@ -876,6 +883,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--holdout", type=float, default=0.25,
                     help="share of --data held back to score candidates (default 0.25)")
     sp.add_argument("--jobs", type=int, help="fine-tunes run in parallel (default: up to 2)")
+    sp.add_argument("--no-link", action="store_true", help="take the planner's SRAM and flash "
+                    "for the winner instead of building and linking its firmware")
     sp.add_argument("--seed", type=int, default=0, help="split, sample order and search seed")
     _backend_option(sp)
     sp.add_argument("--calib", help=".npz with calibration inputs for a float model")

@@ -113,6 +113,7 @@ class Budget:
     flash: int | None = None
     latency: int | None = None          # instructions per training step
     board: Any = None                   # the board the footprint is planned for (None: host)
+    board_arg: str | None = None        # the board as the user gave it (a name or a file)
 
     def describe(self) -> str:
         from .board import format_size
@@ -227,6 +228,25 @@ class UnitCosts:
         flash = max(u["flash"] for u in us)
         return {"sram": arena + params + self.fixed_sram, "flash": flash,
                 "instructions": deepest["instructions"] + max(0, extra)}
+
+
+def linked_footprint(graph: Graph, spec: Any, budget: Budget, backend: str,
+                     measure: bool) -> dict[str, int] | None:
+    """SRAM and flash of the firmware image of ``spec`` (compiled, built and linked for the
+    budget's board in a temporary directory); None without the board's toolchain."""
+    import tempfile
+
+    from .pipeline import build_project, compile_model
+    from .targets import toolchain_available
+
+    board = budget.board
+    if board is None or board.arch == "host" or not toolchain_available(board)[0]:
+        return None
+    with tempfile.TemporaryDirectory(prefix="pockengine-search-") as tmp:
+        proj = compile_model(graph, board=budget.board_arg or board.name, spec=spec,
+                             out_dir=Path(tmp) / "fw", backend=backend, measure=measure)
+        sizes = build_project(proj, check=False).sizes
+    return {"sram": int(sizes["sram_bytes"]), "flash": int(sizes["flash_bytes"])}
 
 
 def unit_costs(planner: Planner, base: Any, layers: int,
@@ -565,10 +585,12 @@ def run_search(graph: Graph, train: Mapping[str, np.ndarray],
                evals: Mapping[str, np.ndarray] | None, budget: Budget, *, base: Any,
                epochs: int = 3, engine: str = "host", seed: int = 0, holdout: float = 0.25,
                backend: str = "auto", jobs: int = 2, cache: Path | None = None,
-               measure: bool = True, verify: bool = True,
+               measure: bool = True, verify: bool = True, link: bool = True,
                progress: Callable[[str, int, int], None] | None = None) -> SearchResult:
     """The whole search (module docstring); ``evals``/``verify``: fine-tune the winner and the
-    baselines on all of TRAIN and evaluate them on EVAL (``fit --train auto`` skips it)."""
+    baselines on all of TRAIN and evaluate them on EVAL (``fit --train auto`` skips it);
+    ``link``: on a device board whose toolchain is installed, compile, build and link the
+    winner and take its image's SRAM and flash (the next best set when it is over)."""
     t0 = time.perf_counter()
     layers = parametric_layers(graph)
     if not layers:
@@ -651,8 +673,26 @@ def run_search(graph: Graph, train: Mapping[str, np.ndarray],
                                what=f"fold{f}", full_steps=full_steps).run(pool, step))
     val_scores = {k: float(np.mean([fold[k] for fold in folds])) for k in folds[0]}
     # best validation score; then the smaller footprint; then the first in the pool's order
-    winner = min(pool, key=lambda c: (-val_scores[c.short()], exact(c)["sram"],
-                                      pool.index(c)))
+    ranked = sorted(pool, key=lambda c: (-val_scores[c.short()], exact(c)["sram"],
+                                         pool.index(c)))
+    winner, linked, unlinked = ranked[0], None, []
+    if link and budget.board is not None:
+        # the firmware as it will be: compiled, built and linked with the board's toolchain;
+        # a set whose image is over the budget after all gives way to the next best
+        for c in ranked:
+            lk = linked_footprint(graph, candidate_spec(base, c), budget, backend, measure)
+            if lk is None:                     # no toolchain here: the planner's figures
+                break
+            if lk["sram"] <= budget.sram and (budget.flash is None
+                                               or lk["flash"] <= budget.flash):
+                winner, linked = c, lk
+                break
+            unlinked.append({"spec": c.short(), "sram_bytes": lk["sram"],
+                             "flash_bytes": lk["flash"]})
+        else:
+            raise PockError(f"{graph.name}: no set links within {budget.describe()} "
+                            f"(linked: " + ", ".join(f"{u['spec']} {u['sram_bytes']:,} B SRAM"
+                                                     for u in unlinked) + ")")
     predicted = {c.short(): contrib.predict(c) for c in pool}
     additivity = [abs(predicted[c.short()] - folds[0][c.short()]) for c in pool
                   if c.weights]
@@ -675,6 +715,9 @@ def run_search(graph: Graph, train: Mapping[str, np.ndarray],
         "accuracy": acc(winner),
         "validation_score": val_scores[winner.short()],
         "predicted_score": predicted[winner.short()],
+        "linked": None if linked is None else {"sram_bytes": linked["sram"],
+                                               "flash_bytes": linked["flash"],
+                                               "over_budget": unlinked},
         "baselines": [{"name": label, "spec": c.short(), "sram_bytes": exact(c)["sram"],
                        "accuracy": acc(c), "validation_score": val_scores[c.short()]}
                       for label, c in base_fit],

@@ -38,7 +38,8 @@ def kws_task():
     x, y = mod.samples(20, seed=1)
     xe, ye = mod.samples(10, seed=2)
     return {"name": "KWS keywords", "model": KWS_MODEL, "train": {"x": x, "y": y},
-            "eval": {"x": xe, "y": ye}, "budgets": ("128KiB", "100KiB"), "lr": 0.01}
+            "eval": {"x": xe, "y": ye},
+            "budgets": (("128KiB", None), ("100KiB", None), ("128KiB", 2_000_000)), "lr": 0.01}
 
 
 def digits_task():
@@ -48,8 +49,8 @@ def digits_task():
     xe, ye = bundled.digits("test")
     return {"name": "digits transfer", "model": bundled.path("digits_cnn.onnx"),
             "calib": x[:100], "train": {"x": bundled.shift_digits(x), "y": y},
-            "eval": {"x": bundled.shift_digits(xe), "y": ye}, "budgets": ("48KiB", "32KiB"),
-            "lr": 0.002}
+            "eval": {"x": bundled.shift_digits(xe), "y": ye},
+            "budgets": (("48KiB", None), ("32KiB", None)), "lr": 0.002}
 
 
 def main(argv=None) -> int:
@@ -92,9 +93,11 @@ def main(argv=None) -> int:
             L = len(parametric_layers(graph))
             full = Candidate(bias=L, weights=tuple((i, 1.0) for i in range(L)))
             full_sram = Planner(graph, board).footprint(candidate_spec(base, full))["sram"]
-            for b in task["budgets"]:
+            for b, latency in task["budgets"]:
                 budget = Budget(sram=parse_size(b, "budget"), flash=board.flash_budget,
-                                board=board)
+                                latency=latency, board=board)
+                if latency:
+                    b = f"{b}, {latency / 1e6:g}M instr."
                 t0 = time.perf_counter()
                 r = run_search(graph, task["train"], task["eval"], budget, base=base,
                                epochs=args.epochs, cache=cache, verify=False,
@@ -113,22 +116,27 @@ def main(argv=None) -> int:
                     cands = [Candidate.parse(s) for _, s, _ in sets]
                     for k, v in ft.run(cands).items():
                         accs.setdefault(k, []).append(v)
-                rows.append((task["name"], b, full_sram, seconds, r.json["fine_tunes"],
+                rows.append((task["name"], b, full_sram, seconds, r.json,
                              [(label, spec, sram, accs[spec]) for label, spec, sram in sets]))
 
-    print(f"\n{'task':16} {'budget':>7} {'full update':>12} {'search':>8}  set            "
+    print(f"\n{'task':16} {'budget':>20} {'full update':>12} {'search':>8}  set            "
           f"{'SRAM B':>9}  {'EVAL acc (mean, min..max)':26} spec")
-    for task, b, full_sram, seconds, ft, sets in rows:
+    for task, b, full_sram, seconds, j, sets in rows:
+        ft = j["fine_tunes"]
         first = True
         for label, spec, sram, acc in sets:
-            lead = (f"{task:16} {b:>7} {full_sram:>12,} {seconds:>7.0f}s" if first else
-                    " " * 46)
+            lead = (f"{task:16} {b:>20} {full_sram:>12,} {seconds:>7.0f}s" if first else
+                    " " * 59)
             a = np.array(acc)
             print(f"{lead}  {label:14} {sram:>9,}  {a.mean():7.2%} ({a.min():.1%}.."
                   f"{a.max():.1%})     {spec}")
             first = False
-        print(f"{'':46}  contribution analysis: {ft['analysis']} fine-tunes, "
-              f"{ft['analysis_cached']} cached")
+        lk = j["linked"]
+        print(f"{'':59}  contribution analysis: {ft['analysis']} fine-tunes, "
+              f"{ft['analysis_cached']} cached; found set: "
+              + (f"linked {lk['sram_bytes']:,} B SRAM, {lk['flash_bytes']:,} B flash"
+                 if lk else "not linked (no toolchain)")
+              + f", {j['instructions_per_step']:,} instructions per step (cost model)")
     return 0
 
 

@@ -211,6 +211,13 @@ def test_search_writes_a_spec_that_fits_and_is_deterministic(digits_data, tmp_pa
                 str(tmp_path / "a.yaml"), "--board", "mps2-an386", "--json", env=env)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["project_memory"]["sram"] == j["sram_bytes"]
+    # the winner's firmware was built and linked (arm-none-eabi-gcc) within the budget
+    import shutil
+
+    assert (j["linked"] is not None) == (shutil.which("arm-none-eabi-gcc") is not None)
+    if j["linked"] is not None:
+        assert j["linked"]["sram_bytes"] <= 40 * 1024 and j["linked"]["over_budget"] == []
+        assert abs(j["linked"]["sram_bytes"] - j["sram_bytes"]) < 256
     # again, other budget file name: the same result, every analysis fine-tune from the cache
     r2 = run_cli(*args, "-o", str(tmp_path / "b.yaml"), env=env)
     assert r2.returncode == 0, r2.stderr
