@@ -72,21 +72,12 @@ ALLOWED_BACK_EDGES: dict[tuple[str, str], str] = {}
 # Known, to fix (issue #16): cycles and back edges not yet removed. Empty when done; the
 # tests fail when one of them disappears, so that the list only shrinks.
 #
-# render <-> targets: render/device.py (board_files) asks targets for the board's compiler,
-# flags, runtime sources (targets/build.py) and linker script (targets/linker.py), while
-# targets/linker.py and targets/renode.py render through render.environment. Fix: move the
-# board build records (compiler, board_cflags/ldflags/libs, runtime_root/parts) and the
-# linker script down into render (targets re-exporting them), so only targets imports render.
-KNOWN_CYCLES: list[set[str]] = [
-    {"codegen.render", "codegen.render.device", "codegen.render.project", "codegen.targets",
-     "codegen.targets.build", "codegen.targets.emulator", "codegen.targets.linker",
-     "codegen.targets.renode"},
-    {"render", "targets"},
-]
+# (Fixed: render <-> targets. The board build records, compiler, board_cflags/ldflags/libs,
+# runtime_root/parts, live in render/board_build.py and the linker script in
+# render/linker.py; targets builds with them and re-exports them, and only targets imports
+# render.)
+KNOWN_CYCLES: list[set[str]] = []
 KNOWN_BACK_EDGES: set[tuple[str, str]] = {
-    ("codegen.render.device", "codegen.targets"),
-    ("codegen.render.device", "codegen.targets.build"),
-    ("codegen.render.device", "codegen.targets.linker"),
     # pull rebuilds the original graph with the pipeline's own load and quantize stages
     # (deferred import); fix: give serial the graph resolution from the layer that owns it.
     ("codegen.serial.session", "codegen.pipeline"),

@@ -4,9 +4,10 @@
   int8 targets, the sample order of every step), rendered into ``<p>_data.c`` as ``const``
   arrays (flash) by ``data_files``;
 - ``board_files``: the startup code and runtime of the board (copied from ``runtime_c``, so the
-  project builds on its own), the linker script rendered from the board file, and the records
-  of the board Makefile (``Makefile_board.j2``) — compiler, flags, defines, sources — taken from
-  ``codegen.targets`` so that a project build and ``cross_compile`` agree.
+  project builds on its own), the linker script rendered from the board file (``linker``), and
+  the records of the board Makefile (``Makefile_board.j2``) — compiler, flags, defines, sources
+  — taken from ``board_build``, which ``codegen.targets.cross_compile`` builds with too, so that
+  a project build and ``cross_compile`` agree.
 
 The device harness itself is ``templates/main_device.c.j2``.
 """
@@ -23,14 +24,23 @@ import numpy as np
 from ..board import Board
 from ..errors import PockError
 from ..resources import data_dir
+from .board_build import (
+    board_cflags,
+    board_ldflags,
+    board_libs,
+    compiler,
+    runtime_parts,
+    runtime_root,
+)
 from .environment import render
+from .linker import render_linker_script
 from .names import comment_text
 
 # what the device harness keeps in RAM besides its output buffer (SHA-256 state...), bytes
 HARNESS_RAM_BYTES = 512
 
 FIRMWARE_SUFFIX = "_firmware.elf"
-EXTRA_RUNTIME = ("runtime/pe_sha256.c",)          # beyond what codegen.targets links
+EXTRA_RUNTIME = ("runtime/pe_sha256.c",)          # beyond what runtime_parts links
 RUNTIME_WARNINGS = ("-Wall", "-Wextra", "-Werror")
 PROFILE_OPS_PHASES = 256                          # marker slots with per-op counts (plugin max)
 FIRST_OP_PHASE = 8                                # PE_PROF_USER
@@ -196,10 +206,6 @@ class BoardFiles:
 def board_files(board: Board, prefix: str) -> BoardFiles:
     """Startup, console, runtime (and headers) of ``board``, the linker script and the
     Makefile records; paths are relative to the project."""
-    from ..targets import board_cflags, compiler, runtime_parts
-    from ..targets.build import board_ldflags, board_libs, runtime_root
-    from ..targets.linker import render_linker_script
-
     root = runtime_root()
     parts = runtime_parts(board)
     files: dict[str, bytes] = {}

@@ -11,6 +11,7 @@ instruction-count plugin); linker scripts and Renode scripts are Jinja2 template
 templates/startup rendered from the board file.
 """
 
+from ..render.linker import render_linker_script
 from .build import (
     BuildError,
     board_cflags,
@@ -22,7 +23,6 @@ from .build import (
 )
 from .elf import read_elf
 from .emulator import EmulatorUnavailable, RunResult, emulator_available, run_on_emulator
-from .linker import render_linker_script
 from .profile import PHASE_NAMES, PHASE_NUMBERS, PhaseCount, build_plugin
 from .renode import write_renode_scripts
 from .size import SizeReport, size_report

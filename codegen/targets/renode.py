@@ -18,8 +18,8 @@ from .. import __version__
 from ..board import Board
 from ..errors import PockError
 from ..render.environment import environment
+from ..render.linker import board_digest
 from .elf import read_elf
-from .linker import board_digest
 from .result import RunResult, parse_output, wait_for_line
 from .uart import tcp_address
 

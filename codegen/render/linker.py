@@ -2,7 +2,8 @@
 
 Records are prepared here (labels, attributes, hex origins, the stack size); the templates
 (``templates/startup/linker_*.ld.j2``) only place them. The shared Jinja2 environment of the code
-generator (``codegen.render.environment``) renders them.
+generator (``environment``) renders them: a device project carries the script
+(``device.board_files``) and ``codegen.targets.cross_compile`` links with it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from .. import __version__
 from ..board import Board
 from ..errors import SpecError
-from ..render.environment import environment
+from .environment import environment
 
 TEMPLATES = {"cortex-m": "startup/linker_cortex_m.ld.j2",
              "hexagon": "startup/linker_hexagon.ld.j2"}
