@@ -24,21 +24,15 @@ DEFAULT_CALIB_SAMPLES = 100
 
 def prepare_model(model: str | Path | Graph, calib: np.ndarray | None,
                   train_x: np.ndarray | None) -> Graph:
-    """Load a model; quantize a float one with `calib` (or the first training samples)."""
-    from .data import fit_input
-    from .frontend import load_model
+    """Load a model; quantize a float one with `calib` (or the first DEFAULT_CALIB_SAMPLES
+    training samples): the pipeline's load and quantize stages."""
+    from .model_store import load, quantize
 
-    graph = model if isinstance(model, Graph) else load_model(model)
-    if graph.tensors[graph.inputs[0]].dtype == "float32":
-        from .quant import quantize
-
-        samples = calib if calib is not None else train_x
-        if samples is None:
-            raise PockError("a float model needs calibration data (--calib) to be quantized")
-        samples = fit_input(graph, samples, "calibration data")[:DEFAULT_CALIB_SAMPLES
-                                                                 if calib is None else None]
-        graph = quantize(graph, samples)
-    return graph
+    samples = calib if calib is not None or train_x is None else \
+        np.asarray(train_x)[:DEFAULT_CALIB_SAMPLES]
+    if isinstance(model, Graph) and model.tensors[model.inputs[0]].dtype != "float32":
+        return model                       # int8 already: nothing to load or quantize
+    return quantize(load(model), samples).graph
 
 
 def _split(data: Mapping[str, np.ndarray] | str | Path, what: str) -> tuple[np.ndarray, Any]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -194,3 +195,44 @@ def _jsonable(v: Any) -> Any:
     if isinstance(v, (set, frozenset)):
         return sorted(v)
     return repr(v)
+
+
+# -- the first stages: a model as loaded (``pipeline.load``, ``pipeline.quantize``) -----------
+@dataclass(frozen=True, eq=False)
+class Source:
+    """A model as loaded: its graph, a name and the sha256 of its bytes (for the banner)."""
+
+    graph: Graph
+    name: str
+    sha256: str
+    calib_sha256: str | None = None
+
+
+def load(model: str | Path | Graph) -> Source:
+    """Stage 1 (``pipeline.load``): a model file (.tflite / .onnx) or an IR graph."""
+    if isinstance(model, Graph):
+        return Source(model, model.name, graph_digest(model))
+    from .frontend import load_model
+
+    graph = load_model(model)
+    return Source(graph, Path(model).name, hashlib.sha256(Path(model).read_bytes()).hexdigest())
+
+
+def quantize(source: Source, calib: np.ndarray | str | Path | None) -> Source:
+    """Stage 2 (``pipeline.quantize``): post-training quantization of a float model (int8
+    models pass through)."""
+    g = source.graph
+    if g.tensors[g.inputs[0]].dtype != "float32":
+        return source
+    if calib is None:
+        raise PockError(f"{source.name}: a float model needs calibration data (--calib) to be "
+                        "quantized")
+    from .data import fit_input, load_npz
+    from .quant import quantize as ptq
+
+    x = load_npz(calib)[0] if isinstance(calib, (str, Path)) else np.asarray(calib)
+    x = fit_input(g, x, "calibration data")
+    if len(x) == 0:
+        raise PockError("calibration data: no samples")
+    digest = hashlib.sha256(np.ascontiguousarray(x).tobytes()).hexdigest()
+    return Source(ptq(g, x), source.name, source.sha256, digest)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,12 @@ from .backends import Lowering, chain_for
 from .errors import PockError
 from .ir import Graph
 from .memplan import MemoryPlan, plan_memory
-from .model_store import graph_digest  # lives with the model file it checks; re-exported
+from .model_store import (  # the model file's stages live with it; re-exported
+    Source,
+    graph_digest,
+    load,
+    quantize,
+)
 from .render import Lowered, LoweredGraph, RenderedProject, SourceInfo, render_project
 from .render.device import HARNESS_RAM_BYTES  # what the harness keeps in RAM (re-exported)
 from .render.output import Project, check_out_dir, open_project, write_project
@@ -35,46 +39,6 @@ from .run.host import run_host_fit, run_host_infer
 from .toolchain import BuildResult, build_project
 
 BOARDS = ("host",)      # built in: needs no board file
-
-
-@dataclass(frozen=True, eq=False)
-class Source:
-    """A model as loaded: its graph, a name and the sha256 of its bytes (for the banner)."""
-
-    graph: Graph
-    name: str
-    sha256: str
-    calib_sha256: str | None = None
-
-
-# -- stages ---------------------------------------------------------------------------------------
-def load(model: str | Path | Graph) -> Source:
-    """Stage 1: a model file (.tflite / .onnx) or an IR graph."""
-    if isinstance(model, Graph):
-        return Source(model, model.name, graph_digest(model))
-    from .frontend import load_model
-
-    graph = load_model(model)
-    return Source(graph, Path(model).name, hashlib.sha256(Path(model).read_bytes()).hexdigest())
-
-
-def quantize(source: Source, calib: np.ndarray | str | Path | None) -> Source:
-    """Stage 2: post-training quantization of a float model (int8 models pass through)."""
-    g = source.graph
-    if g.tensors[g.inputs[0]].dtype != "float32":
-        return source
-    if calib is None:
-        raise PockError(f"{source.name}: a float model needs calibration data (--calib) to be "
-                        "quantized")
-    from .data import fit_input, load_npz
-    from .quant import quantize as ptq
-
-    x = load_npz(calib)[0] if isinstance(calib, (str, Path)) else np.asarray(calib)
-    x = fit_input(g, x, "calibration data")
-    if len(x) == 0:
-        raise PockError("calibration data: no samples")
-    digest = hashlib.sha256(np.ascontiguousarray(x).tobytes()).hexdigest()
-    return Source(ptq(g, x), source.name, source.sha256, digest)
 
 
 def resolve_spec(spec: Any, board: Any = None) -> Any:

@@ -75,13 +75,10 @@ ALLOWED_BACK_EDGES: dict[tuple[str, str], str] = {}
 # (Fixed: render <-> targets. The board build records, compiler, board_cflags/ldflags/libs,
 # runtime_root/parts, live in render/board_build.py and the linker script in
 # render/linker.py; targets builds with them and re-exports them, and only targets imports
-# render.)
+# render. serial -> pipeline: the first stages, load and quantize, live with the model file
+# in model_store, which pull's graph resolution and fit's prepare_model use too.)
 KNOWN_CYCLES: list[set[str]] = []
-KNOWN_BACK_EDGES: set[tuple[str, str]] = {
-    # pull rebuilds the original graph with the pipeline's own load and quantize stages
-    # (deferred import); fix: give serial the graph resolution from the layer that owns it.
-    ("codegen.serial.session", "codegen.pipeline"),
-}
+KNOWN_BACK_EDGES: set[tuple[str, str]] = set()
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:

@@ -300,7 +300,7 @@ def resolve_graph(desc: dict[str, Any], model: str | Path | None, calib: str | P
                   ) -> tuple[Any, dict[str, Any]]:
     """``original_graph`` and where the graph came from (``{"from": "model" | "project" |
     "cache" | "file", "path": ...}``)."""
-    from ..pipeline import load, quantize
+    from ..model_store import load, quantize
 
     m = desc.get("model") or {}
     if model is not None and project is not None:
