@@ -255,3 +255,11 @@ def fit_targets(out: TensorSpec, loss: str, x: np.ndarray, y: Any, what: str) ->
         raise PockError(f"{what}: targets have shape {list(tgt.shape)}, model output "
                         f"{out.name!r} is {list(out.shape)}")
     return tgt
+
+
+def sample_order(n: int, epochs: int, *, shuffle: bool = True, seed: int = 0) -> np.ndarray:
+    """The sample index of every step, as ``golden.training.fit`` visits them: a fresh
+    ``default_rng(seed)`` permutation per epoch (or file order)."""
+    rng = np.random.default_rng(seed)
+    parts = [rng.permutation(n) if shuffle else np.arange(n) for _ in range(int(epochs))]
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)

@@ -116,7 +116,7 @@ def embed(graph: Graph, spec: Any, data: Any = None, evals: Any = None, *, epoch
     """Device stage: training and evaluation data fitted to the model (int8 inputs, labels or
     int8 targets) with the sample order of every step (a ``render.device.DeviceData``)."""
     from .data import TensorSpec
-    from .run.device import device_data
+    from .render.embed import device_data
 
     return device_data(TensorSpec.of(graph), TensorSpec.of(graph, graph.outputs[0]),
                        spec.loss if spec is not None else None, data, evals, epochs=epochs,

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..data import sample_order
 from ..errors import PockError
 from ..render.output import Project, open_project
 
@@ -92,14 +93,6 @@ def run_host_infer(project: Any, x_int8: np.ndarray, *, params: bytes | None = N
         _run(binary, args)
         y = np.fromfile(t / "outputs.bin", dtype=np.int8)
     return y.reshape(len(x), *out_shape)
-
-
-def sample_order(n: int, epochs: int, *, shuffle: bool = True, seed: int = 0) -> np.ndarray:
-    """The sample index of every step, as ``golden.training.fit`` visits them: a fresh
-    ``default_rng(seed)`` permutation per epoch (or file order)."""
-    rng = np.random.default_rng(seed)
-    parts = [rng.permutation(n) if shuffle else np.arange(n) for _ in range(int(epochs))]
-    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
 
 
 def _order(order: Any, n: int, epochs: int) -> np.ndarray:

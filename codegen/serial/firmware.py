@@ -107,9 +107,9 @@ def _board(project: Project) -> Any:
 
 def serial_files(project: Project) -> dict[str, bytes]:
     """main_serial.c, the serial runtime and the UART driver, project-relative."""
+    from ..render.embed import banner_of
     from ..render.environment import render
     from ..resources import data_dir
-    from ..run.device import _banner_of
     from ..targets.build import UART_SOURCES
 
     board = _board(project)
@@ -129,7 +129,7 @@ def serial_files(project: Project) -> dict[str, bytes]:
         "describe_comment": [comment[i:i + 90] for i in range(0, len(comment), 90)],
     }
     files = {"main_serial.c": render("main_serial.c.j2", p=p, P=p.upper(),
-                                     banner=_banner_of(project), serial=serial).encode()}
+                                     banner=banner_of(project), serial=serial).encode()}
     root = data_dir("runtime_c") / "runtime"
     for name in SERIAL_RUNTIME:
         files[f"runtime/serial/{name}"] = (root / "serial" / name).read_bytes()

@@ -1,7 +1,7 @@
 """What ``pockengine train / eval / pull`` do over a serial link.
 
 - ``train_over_serial``: streams the samples in the order ``fit`` and the embedded-data firmware
-  use (``run.host.sample_order``: a ``default_rng(seed)`` permutation per epoch), sample k as
+  use (``data.sample_order``: a ``default_rng(seed)`` permutation per epoch), sample k as
   TRAIN sequence number k (1-based). The device applies a sample only right after the previous
   one, exactly once; a run is named by a run id (a CRC of the data, labels and order), so a
   second ``train`` with the same data and seed resumes where the device is, and one with other
@@ -108,7 +108,7 @@ def train_over_serial(dev: Device, data: Any, *, epochs: int = 1, seed: int = 0,
     """Stream a data set to the device (see the module docstring). ``progress(done, total,
     fields)`` is called after every sample. Returns the summary (``params_sha256`` of the
     device's exported parameters, per-step ``loss``, link counters, ...)."""
-    from ..run.host import sample_order
+    from ..data import sample_order
 
     if epochs < 0:
         raise PockError(f"--epochs must be >= 0, got {epochs}")
