@@ -460,15 +460,19 @@ def analyse(tunes: FineTunes, layers: int, units: Sequence[tuple[int, float]],
 
 # -- search -----------------------------------------------------------------------------------
 
-def baselines(layers: int, costs: UnitCosts, budget: Budget) -> list[tuple[str, Candidate]]:
-    """The usual hand-made sets that fit (by the estimate): the deepest bias-only set, and
-    the most last layers trained whole (biases and weights)."""
+def baselines(layers: int, costs: UnitCosts, budget: Budget,
+              exact: Callable[[Candidate], Mapping[str, int]] | None = None
+              ) -> list[tuple[str, Candidate]]:
+    """The usual hand-made sets that fit (by ``exact``, the planner, else by the estimate):
+    the deepest bias-only set, and the most last layers trained whole (biases and
+    weights)."""
     out: list[tuple[str, Candidate]] = []
     bias = [Candidate(bias=k) for k in range(layers, 0, -1)]
     full = [Candidate(bias=k, weights=tuple((i, 1.0) for i in range(layers - k, layers)))
             for k in range(layers, 0, -1)]
     for label, family in (("bias-only", bias), ("last-k layers", full)):
-        c = next((c for c in family if fits(costs.estimate(c), budget)), None)
+        c = next((c for c in family
+                  if fits(exact(c) if exact is not None else costs.estimate(c), budget)), None)
         if c is not None:
             out.append((label, c))
     return out
@@ -633,11 +637,11 @@ def run_search(graph: Graph, train: Mapping[str, np.ndarray],
 
     contrib = analyse(tunes, L, units, step)
     analysed = tunes.ran
-    base_sets = baselines(L, costs, budget)
-    found = evolve(contrib, costs, budget, units, [c for _, c in base_sets], seed=seed)
-
     def exact(c: Candidate) -> dict[str, int]:
         return planner.footprint(candidate_spec(base, c))
+
+    base_sets = baselines(L, costs, budget, exact)
+    found = evolve(contrib, costs, budget, units, [c for _, c in base_sets], seed=seed)
 
     # verification: the best few (repaired where the estimate was short) and the baselines
     picked: list[Candidate] = []
