@@ -270,9 +270,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if out is not None:
         from .frontend import export_model
 
-        r["output_format"] = export_model(tuned_graph(r["_graph"], r["_state"]), out)
+        r["output_format"] = export_model(tuned_graph(r.graph, r.state), out)
         r["output"] = str(out)
-    result = {k: v for k, v in r.items() if not k.startswith("_")}
+    result = dict(r)
     if args.train == "auto":
         result["train_auto"] = train.source.removeprefix("--train ")
     if args.json:

@@ -9,7 +9,8 @@ clamped a value during the run) and ``saturated_per_step`` on every engine.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -100,9 +101,9 @@ def fit_model(model: str | Path | Graph, spec: Any,
     early a model the requested export format cannot hold.
     """
     from .data import fit_input
-    from .golden.training import TrainState, fit, predict
+    from .golden.training import TrainState
+    from .pipeline import resolve_spec
     from .train import build_training_graph
-    from .train.spec import TrainSpec, load_spec
 
     target = _engine_board(engine)
     if board is not None:
@@ -116,41 +117,29 @@ def fit_model(model: str | Path | Graph, spec: Any,
     if epochs < 0:
         raise PockError(f"epochs must be >= 0, got {epochs}")
     t0 = time.perf_counter()
-    spec = spec if isinstance(spec, TrainSpec) else load_spec(spec)
-    if defaults is not None:
-        spec = spec.with_default_backward(defaults.default_backward)
+    spec = resolve_spec(spec, defaults)          # the board's backward mode, if the spec has none
     x_tr, y_tr = _split(train, "training data")
     graph = prepare_model(model, calib, x_tr)
     if check_graph is not None:
         check_graph(graph)
     x_tr = fit_input(graph, x_tr, "training data x")
     t_tr = _targets(graph, spec.loss, x_tr, y_tr, "training data")
+    ev = None
     if evals is not None:
         x_ev, y_ev = _split(evals, "evaluation data")
         x_ev = fit_input(graph, x_ev, "evaluation data x")
-        t_ev = _targets(graph, spec.loss, x_ev, y_ev, "evaluation data")
+        ev = (x_ev, _targets(graph, spec.loss, x_ev, y_ev, "evaluation data"))
     tg = build_training_graph(graph, spec)
-    state = TrainState.from_graph(tg)
-    extra: dict[str, Any] = {}
+    job = FitJob(graph, spec, tg, TrainState.from_graph(tg), x_tr, t_tr, ev, epochs, seed,
+                 shuffle, progress, backend)
     if target is not None:
-        res, before, after, t1, t2, extra = _fit_board(
-            target, graph, spec, tg, state, x_tr, t_tr,
-            (x_ev, t_ev) if evals is not None else None, epochs, seed, shuffle, progress,
-            profile_ops=profile_ops, timeout=timeout, keep_dir=keep_dir, backend=backend,
-            measure=measure, board_arg=engine)
+        run = _run_board(job, target, profile_ops=profile_ops, timeout=timeout,
+                         keep_dir=keep_dir, measure=measure, board_arg=engine)
     elif engine == "host":
-        res, before, after, t1, t2 = _fit_host(graph, spec, tg, state, x_tr, t_tr,
-                                               (x_ev, t_ev) if evals is not None else None,
-                                               epochs, seed, shuffle, progress, backend)
+        run = _run_host(job)
     else:
-        before = evaluate(graph, predict(tg, state, x_ev), t_ev, spec.loss) \
-            if evals is not None else {}
-        t1 = time.perf_counter()
-        res = fit(tg, state, x_tr, t_tr, epochs=epochs, shuffle=shuffle, seed=seed,
-                  callback=progress)
-        t2 = time.perf_counter()
-        after = evaluate(graph, predict(tg, state, x_ev), t_ev, spec.loss) \
-            if evals is not None else {}
+        run = _run_golden(job)
+    res, before, after = run.result, run.before, run.after
     out: dict[str, Any] = {
         "engine": engine,
         "model": graph.name,
@@ -159,7 +148,7 @@ def fit_model(model: str | Path | Graph, spec: Any,
         "epochs": epochs,
         "steps": res["steps"],
         "train_samples": len(x_tr),
-        "eval_samples": len(x_ev) if evals is not None else 0,
+        "eval_samples": len(ev[0]) if ev is not None else 0,
         "accuracy_before": before.get("accuracy"),
         "accuracy_after": after.get("accuracy"),
         "loss": res["loss"],
@@ -167,47 +156,115 @@ def fit_model(model: str | Path | Graph, spec: Any,
         "params_sha256": res["params_sha256"],
         "saturated_updates": res["saturated_updates"],
         "saturated_per_step": res["saturated_per_step"],
-        "seconds": {"prepare": t1 - t0, "train": t2 - t1},
-        **extra,
+        "seconds": {"prepare": run.started - t0, "train": run.train_seconds},
+        **run.extra,
     }
     if spec.loss == "mse":
         out["mse_before"], out["mse_after"] = before.get("mse"), after.get("mse")
-    out["_state"] = state            # for callers that export the tuned model (not JSON)
-    out["_graph"] = graph
-    return out
+    return FitResult(out, graph, job.state)
 
 
-def _fit_host(graph: Graph, spec: Any, tg: Graph, state: Any, x_tr: np.ndarray,
-              t_tr: np.ndarray, evals: tuple[np.ndarray, np.ndarray] | None, epochs: int,
-              seed: int, shuffle: bool, progress: Callable[[int, int, float], None] | None,
-              backend: str = "auto") -> tuple[dict[str, Any], dict, dict, float, float]:
+class FitResult(dict):
+    """The result of ``fit_model``: the ``fit --json`` contract (a dict of JSON values), and,
+    as attributes that are not part of it, the quantized ``graph`` and the trained ``state``
+    (``tuned_graph(r.graph, r.state)`` is the fine-tuned model)."""
+
+    def __init__(self, summary: Mapping[str, Any], graph: Graph, state: Any):
+        super().__init__(summary)
+        self.graph = graph
+        self.state = state
+
+
+@dataclass
+class FitJob:
+    """What every engine is given: the model, its training graph and the state it trains,
+    the fitted data (``evals``: (x, targets) or None) and the run's settings."""
+
+    graph: Graph
+    spec: Any
+    tg: Graph
+    state: Any
+    x: np.ndarray
+    targets: np.ndarray
+    evals: tuple[np.ndarray, np.ndarray] | None
+    epochs: int
+    seed: int
+    shuffle: bool
+    progress: Callable[[int, int, float], None] | None
+    backend: str = "auto"
+
+    def evaluate(self, outputs: np.ndarray) -> dict:
+        assert self.evals is not None
+        return evaluate(self.graph, outputs, self.evals[1], self.spec.loss)
+
+    def report_step(self, k: int, loss: float) -> None:
+        """``progress`` for step ``k`` (its epoch from the number of samples)."""
+        if self.progress is not None:
+            n = len(self.x)
+            self.progress(k // n if n else 0, k, loss)
+
+    def report_losses(self, losses: Sequence[float], start: int = 0) -> None:
+        """``progress`` for the steps from ``start`` on (engines that report at the end)."""
+        for k in range(start, len(losses)):
+            self.report_step(k, losses[k])
+
+    def load_params(self, blob: bytes) -> None:
+        """The trained parameters an engine exported (in order, little-endian) into state."""
+        offset = 0
+        for name in self.state.parameters:
+            t = self.tg.tensors[name]
+            dt = np.dtype(t.dtype).newbyteorder("<")
+            self.state.set(name, np.frombuffer(blob, dt, t.size, offset).reshape(t.shape))
+            offset += t.nbytes
+
+
+@dataclass
+class EngineRun:
+    """What an engine gives back: the training result (loss, steps, epoch_loss,
+    params_sha256, saturated_*), the evaluations before and after, when training started and
+    how long it took, and engine facts for the JSON (instructions, memory...)."""
+
+    result: dict[str, Any]
+    before: dict
+    after: dict
+    started: float
+    train_seconds: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _run_golden(job: FitJob) -> EngineRun:
+    """fit on the NumPy golden model."""
+    from .golden.training import fit, predict
+
+    before = job.evaluate(predict(job.tg, job.state, job.evals[0])) if job.evals else {}
+    t1 = time.perf_counter()
+    res = fit(job.tg, job.state, job.x, job.targets, epochs=job.epochs, shuffle=job.shuffle,
+              seed=job.seed, callback=job.progress)
+    t2 = time.perf_counter()
+    after = job.evaluate(predict(job.tg, job.state, job.evals[0])) if job.evals else {}
+    return EngineRun(res, before, after, t1, t2 - t1)
+
+
+def _run_host(job: FitJob) -> EngineRun:
     """fit on the generated C, built for the host in a temporary directory; the trained
-    parameters come back into ``state`` (for export)."""
+    parameters come back into the job's state (for export)."""
     import tempfile
 
     from .pipeline import build_project, compile_model, run_host_fit, run_host_infer
 
     with tempfile.TemporaryDirectory(prefix="pockengine-fit-") as tmp:
-        build = build_project(compile_model(graph, spec=spec, out_dir=Path(tmp) / "host",
-                                            backend=backend))
-        before = evaluate(graph, run_host_infer(build, evals[0]), evals[1], spec.loss) \
-            if evals is not None else {}
+        build = build_project(compile_model(job.graph, spec=job.spec,
+                                            out_dir=Path(tmp) / "host", backend=job.backend))
+        before = job.evaluate(run_host_infer(build, job.evals[0])) if job.evals else {}
         t1 = time.perf_counter()
-        res = run_host_fit(build, x_tr, t_tr, order=seed if shuffle else None, epochs=epochs)
+        res = run_host_fit(build, job.x, job.targets, order=job.seed if job.shuffle else None,
+                           epochs=job.epochs)
         t2 = time.perf_counter()
-        after = evaluate(graph, run_host_infer(build, evals[0], params=res["params"]),
-                         evals[1], spec.loss) if evals is not None else {}
-    if progress is not None:
-        n = len(x_tr)
-        for k, loss in enumerate(res["loss"]):
-            progress(k // n if n else 0, k, loss)
-    offset = 0
-    for name in state.parameters:            # the exported bytes: parameters in order, LE
-        t = tg.tensors[name]
-        dt = np.dtype(t.dtype).newbyteorder("<")
-        state.set(name, np.frombuffer(res["params"], dt, t.size, offset).reshape(t.shape))
-        offset += t.nbytes
-    return res, before, after, t1, t2
+        after = job.evaluate(run_host_infer(build, job.evals[0], params=res["params"])) \
+            if job.evals else {}
+    job.report_losses(res["loss"])
+    job.load_params(res["params"])
+    return EngineRun(res, before, after, t1, t2 - t1)
 
 
 def _engine_board(engine: str) -> Any:
@@ -225,12 +282,9 @@ def _engine_board(engine: str) -> Any:
     return None if board.arch == "host" else board
 
 
-def _fit_board(board: Any, graph: Graph, spec: Any, tg: Graph, state: Any, x_tr: np.ndarray,
-               t_tr: np.ndarray, evals: tuple[np.ndarray, np.ndarray] | None, epochs: int,
-               seed: int, shuffle: bool, progress: Callable[[int, int, float], None] | None,
-               *, profile_ops: bool, timeout: float | None, keep_dir: str | Path | None,
-               backend: str = "auto", measure: bool = True, board_arg: str | None = None
-               ) -> tuple[dict[str, Any], dict, dict, float, float, dict[str, Any]]:
+def _run_board(job: FitJob, board: Any, *, profile_ops: bool, timeout: float | None,
+               keep_dir: str | Path | None, measure: bool = True,
+               board_arg: str | None = None) -> EngineRun:
     """fit on a board's emulator: compile with the data embedded, build, run, read back.
     ``board_arg``: the board as given (a name, or the path of a board file of one's own)."""
     import hashlib
@@ -242,13 +296,12 @@ def _fit_board(board: Any, graph: Graph, spec: Any, tg: Graph, state: Any, x_tr:
 
     with tempfile.TemporaryDirectory(prefix="pockengine-fit-") as tmp:
         out = Path(keep_dir) if keep_dir is not None else Path(tmp) / board.name
-        proj = compile_model(graph, board=board_arg or board.name, spec=spec, out_dir=out,
-                             data=(x_tr, t_tr), evals=evals, epochs=epochs, seed=seed,
-                             shuffle=shuffle, force=keep_dir is not None, backend=backend,
-                             measure=measure)
+        proj = compile_model(job.graph, board=board_arg or board.name, spec=job.spec,
+                             out_dir=out, data=(job.x, job.targets), evals=job.evals,
+                             epochs=job.epochs, seed=job.seed, shuffle=job.shuffle,
+                             force=keep_dir is not None, backend=job.backend, measure=measure)
         fw = build_project(proj, profile_ops=profile_ops)
         t1 = time.perf_counter()
-        n = len(x_tr)
         live = [0]                  # steps already handed to ``progress`` while running
 
         def on_line(line: str) -> None:
@@ -261,14 +314,13 @@ def _fit_board(board: Any, graph: Graph, spec: Any, tg: Graph, state: Any, x_tr:
             except ValueError:
                 return
             if k == live[0]:
-                progress(k // n if n else 0, k,
-                         float(np.array([bits], np.uint32).view(np.float32)[0]))
+                job.report_step(k, float(np.array([bits], np.uint32).view(np.float32)[0]))
                 live[0] += 1
 
         try:
             dev = run_device(proj, build=fw, timeout=timeout or DEFAULT_TIMEOUT,
                              profile_ops=profile_ops,
-                             on_line=on_line if progress is not None else None)
+                             on_line=on_line if job.progress is not None else None)
         except EmulatorUnavailable as e:
             if keep_dir is not None:
                 raise
@@ -281,16 +333,10 @@ def _fit_board(board: Any, graph: Graph, spec: Any, tg: Graph, state: Any, x_tr:
 
             save_run_record(proj, summary | {"memory": fw.to_json()})
     losses = dev.loss
-    if progress is not None:
-        for k in range(live[0], len(losses)):
-            progress(k // n if n else 0, k, losses[k])
+    job.report_losses(losses, live[0])
     if dev.params is not None:
-        offset = 0
-        for name in state.parameters:        # the exported bytes: parameters in order, LE
-            t = tg.tensors[name]
-            dt = np.dtype(t.dtype).newbyteorder("<")
-            state.set(name, np.frombuffer(dev.params, dt, t.size, offset).reshape(t.shape))
-            offset += t.nbytes
+        job.load_params(dev.params)
+    epochs = job.epochs
     per = len(losses) // epochs if epochs else 0
     res = {"loss": losses, "steps": len(losses),
            "epoch_loss": [float(np.mean(losses[e * per:(e + 1) * per])) if per else
@@ -304,4 +350,4 @@ def _fit_board(board: Any, graph: Graph, spec: Any, tg: Graph, state: Any, x_tr:
                                                      "stack_bytes", "budget", "fits")}
              | {"stack_used_bytes": dev.stack_used},
              "firmware": str(fw.elf) if keep_dir is not None else None}
-    return res, before, after, t1, t2, extra
+    return EngineRun(res, before, after, t1, t2 - t1, extra)

@@ -44,7 +44,7 @@ def tuned() -> Graph:
     x, y = models.digits("train")
     r = fit_model(digits_int8(), SPEC, {"x": models.shift_digits(x)[:300], "y": y[:300]},
                   epochs=1, seed=0)
-    return tuned_graph(r["_graph"], r["_state"])
+    return tuned_graph(r.graph, r.state)
 
 
 def test_round_trip_gives_the_fine_tuned_parameters_back(tuned):

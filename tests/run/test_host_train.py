@@ -168,4 +168,4 @@ def test_fit_engine_host_matches_golden(tmp_path):
                 "steps", "saturated_updates", "saturated_per_step"):
         assert host[key] == gold[key], key
     assert host["engine"] == "host" and len(seen) == host["steps"] == 120
-    assert host["_state"].params_sha256() == gold["params_sha256"]
+    assert host.state.params_sha256() == gold["params_sha256"]
