@@ -60,7 +60,7 @@ from .kernel_call import (
     TensorArg,
 )
 from .params import OpArgs, int32_array, mutable_tensors
-from .ref_args import forward_call
+from .ref_args import forward_call, same_dims_call
 from .train_args import train_kernel_call
 
 SUFFIX = "_arm"
@@ -109,11 +109,6 @@ def _rq_arg(ref: KernelCall, n_out: int) -> ArrayArg | None:
     s = s.values if isinstance(s, ConstArray) else np.array([s])
     words = requant_words(np.broadcast_to(m, (n_out,)), np.broadcast_to(s, (n_out,)))
     return None if words is None else ArrayArg(int32_array("rq", words))
-
-
-def _int8(view: OpArgs, n_inputs: int) -> bool:
-    ins = [view.input(i) for i in range(n_inputs)]
-    return all(t is not None and t.dtype == "int8" for t in ins) and view.out().dtype == "int8"
 
 
 def _insert_after(args: tuple, name: str, new: tuple) -> tuple:
@@ -442,7 +437,7 @@ def fc_scratch(depth: int) -> int:
 
 def _conv2d(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     view = OpArgs(graph, op, batch)
-    if not _int8(view, 2):
+    if not view.int8_io(2):
         return None
     ref = forward_call(graph, op, batch)
     w = view.input(1)
@@ -459,7 +454,7 @@ def _conv2d(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | No
 
 def _depthwise_conv2d(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     view = OpArgs(graph, op, batch)
-    if not _int8(view, 2):
+    if not view.int8_io(2):
         return None
     if int(view.attr("depth_multiplier", 1)) != 1 or \
             tuple(int(v) for v in view.attr("dilation", (1, 1))) != (1, 1):
@@ -483,7 +478,7 @@ def _depthwise_conv2d(graph: Graph, op: Op, batch: int, target: Target) -> Kerne
 
 def _fully_connected(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     view = OpArgs(graph, op, batch)
-    if not _int8(view, 2):
+    if not view.int8_io(2):
         return None
     ref = forward_call(graph, op, batch)
     if ref.arg("params").value.values["filter_offset"] != 0:
@@ -513,19 +508,16 @@ def add_tables(params: dict) -> np.ndarray:
 
 
 def _add(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
-    view = OpArgs(graph, op, batch)
-    if not _int8(view, 2):
-        return None
-    ref = forward_call(graph, op, batch)
-    dims = [ref.arg(n).value.values for n in ("input1_dims", "input2_dims", "output_dims")]
-    if not dims[0] == dims[1] == dims[2]:
+    ref = same_dims_call(graph, op, batch)
+    if ref is None:
         return None
     params = ref.arg("params").value.values
     words = requant_words(np.array([params["output_multiplier"]]),
                           np.array([params["output_shift"]]))
     rq: ArrayArg | NullArg = (NullArg("const int32_t *") if words is None
                               else ArrayArg(int32_array("rq", words)))
-    size = int(np.prod([dims[2][k] for k in "nhwc"], dtype=np.int64))
+    d_out = ref.arg("output_dims").value.values
+    size = int(np.prod([d_out[k] for k in "nhwc"], dtype=np.int64))
     args = (("params", ref.arg("params")),
             ("tables", ArrayArg(int32_array("tables", add_tables(params)))),
             ("rq", rq), ("size", ScalarArg("int32_t", size)),

@@ -48,7 +48,7 @@ from ..ir import Graph, Op
 from .base import Backend, Builder, Target, ThirdParty
 from .kernel_call import ArrayArg, ConstArray, KernelCall, NullArg
 from .params import OpArgs, int32_array, mutable_tensors
-from .ref_args import forward_call
+from .ref_args import forward_call, same_dims_call
 
 CMSIS_NN_SOURCES = ThirdParty(
     name="CMSIS-NN", make_var="CMSIS_NN", env="POCKENGINE_CMSIS_NN",
@@ -264,11 +264,6 @@ def avgpool_buffer_size(core_: str, out_w: int, channels: int) -> int:
 
 
 # -- what the builders check ----------------------------------------------------------------------
-def _int8_op(view: OpArgs, n_inputs: int = 1) -> bool:
-    ins = [view.input(i) for i in range(n_inputs)]
-    return all(t is not None and t.dtype == "int8" for t in ins) and view.out().dtype == "int8"
-
-
 def mve_1xn_exact(g: ConvGeometry) -> bool:
     """Whether arm_convolve_1_x_n_s8's Helium path computes this convolution (one input row,
     filter 1 x k, dilation 1, channels split evenly) like TFLM. It handles the columns in three
@@ -352,7 +347,7 @@ def _record(ref: KernelCall, kernel: str, scratch: int) -> KernelCall:
 # -- builders -------------------------------------------------------------------------------------
 def _conv2d(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     view = OpArgs(graph, op, batch)
-    if not _int8_op(view, 2):
+    if not view.int8_io(2):
         return None
     ref = forward_call(graph, op, batch)
     g = ConvGeometry.of(view)
@@ -366,7 +361,7 @@ def _conv2d(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | No
 
 def _depthwise_conv2d(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     view = OpArgs(graph, op, batch)
-    if not _int8_op(view, 2):
+    if not view.int8_io(2):
         return None
     ref = forward_call(graph, op, batch)
     g = ConvGeometry.of(view, depthwise=True)
@@ -388,7 +383,7 @@ def kernel_sums(weight: np.ndarray, bias: np.ndarray | None, input_offset: int) 
 
 def _fully_connected(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     view = OpArgs(graph, op, batch)
-    if not _int8_op(view, 2):
+    if not view.int8_io(2):
         return None
     ref = forward_call(graph, op, batch)
     w, b = view.input(1), view.input(2)
@@ -421,7 +416,7 @@ def pool_window_misses_input(size: int, out: int, k: int, stride: int, pad: int)
 
 def _pool(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     view = OpArgs(graph, op, batch)
-    if not _int8_op(view):
+    if not view.int8_io():
         return None
     ref = forward_call(graph, op, batch)
     d_in = ref.arg("input_dims").value.values
@@ -442,13 +437,9 @@ def _pool(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None
 
 
 def _elementwise(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
-    view = OpArgs(graph, op, batch)
-    if not _int8_op(view, 2):
+    ref = same_dims_call(graph, op, batch)   # CMSIS-NN's element-wise kernels do not broadcast
+    if ref is None:
         return None
-    ref = forward_call(graph, op, batch)
-    dims = [ref.arg(n).value.values for n in ("input1_dims", "input2_dims", "output_dims")]
-    if not dims[0] == dims[1] == dims[2]:
-        return None                      # CMSIS-NN's element-wise kernels do not broadcast
     if op.type == "add" and ref.arg("params").value.values["left_shift"] < 16:
         return None                      # its DSP path packs (x + offset) in 16 bits
     return _record(ref, ref.kernel, 0)

@@ -185,12 +185,19 @@ class ContextArg:
 
 
 @dataclass(frozen=True, eq=False)
-class StructArg:
-    value: Struct
+class _ConstObjectArg:
+    """A pointer to a static const object: a struct or an array."""
+
+    value: Struct | ConstArray
 
     @property
     def ctype(self) -> str:
         return f"const {self.value.ctype} *"
+
+
+@dataclass(frozen=True, eq=False)
+class StructArg(_ConstObjectArg):
+    value: Struct
 
 
 @dataclass(frozen=True)
@@ -210,12 +217,8 @@ class TensorListArg:
 
 
 @dataclass(frozen=True, eq=False)
-class ArrayArg:
+class ArrayArg(_ConstObjectArg):
     value: ConstArray
-
-    @property
-    def ctype(self) -> str:
-        return f"const {self.value.ctype} *"
 
 
 @dataclass(frozen=True)

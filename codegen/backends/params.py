@@ -14,20 +14,22 @@ first dimension is 1 (as the golden model batches); generated firmware uses batc
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from ..errors import ModelError
 from ..golden import numerics as nx
-from ..golden.kernels.conv import FC_PER_TENSOR_FLOAT32_PRODUCT
-from ..ir import Graph, OpView, Tensor
+from ..golden.kernels.conv import output_multipliers
+from ..ir import Graph, Op, OpView, Tensor
 from .kernel_call import C_TYPES, Arg, ConstArray, KernelCall, NullArg, Struct, TensorArg
 
 ADD_LEFT_SHIFT = 20                   # TFLM int8 ADD
 SOFTMAX_SCALED_DIFF_INTEGER_BITS = 5  # TFLM int8 SOFTMAX: differences in Q5.26
 INF = float("inf")
+B = TypeVar("B")                      # a kernel table's builder
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,11 @@ class OpArgs(OpView):
         if t.shape and t.shape[0] == 1 and not t.is_const:
             return (self.batch,) + t.shape[1:]
         return t.shape
+
+    def int8_io(self, n_inputs: int = 1) -> bool:
+        """Whether the first ``n_inputs`` inputs (all present) and the output are int8."""
+        ins = [self.input(i) for i in range(n_inputs)]
+        return all(t is not None and t.dtype == "int8" for t in ins) and self.out().dtype == "int8"
 
     def dtypes(self, *allowed: tuple[str, ...]) -> tuple[str, ...]:
         """Check (input dtype, ..., output dtype) against the allowed combinations."""
@@ -107,6 +114,14 @@ def check_int32_sizes(view: OpArgs) -> None:
             size_of(view, view.graph.tensors[name])
 
 
+def portable_builder(builders: Mapping[str, B], op: Op) -> B:
+    """The builder of ``op`` in a table of the portable kernels; ModelError if it has none."""
+    builder = builders.get(op.type)
+    if builder is None:
+        raise ModelError(f"op {op.name!r} ({op.type}): no portable C kernel for this op")
+    return builder
+
+
 def output_stage(view: OpArgs, n_out: int, fc: bool
                   ) -> tuple[np.ndarray, np.ndarray, int, int, int, int]:
     """(multipliers, shifts, input offset, output offset, clamp lo, clamp hi) of an int8
@@ -122,11 +137,7 @@ def output_stage(view: OpArgs, n_out: int, fc: bool
     w_scales = w.quant.scale
     if w_scales.size not in (1, n_out):
         raise view.error(f"weight has {w_scales.size} scales for {n_out} output channels")
-    if fc and w_scales.size == 1 and FC_PER_TENSOR_FLOAT32_PRODUCT:
-        real = np.array([float(np.float32(s_in) * w_scales[0]) / s_out])
-    else:
-        real = np.float64(s_in) * w_scales.astype(np.float64) / np.float64(s_out)
-    m, s = nx.quantize_multipliers(np.broadcast_to(real, (w_scales.size,)))
+    m, s = output_multipliers(s_in, w_scales, s_out, w_scales.size, fc)
     b = view.input(2)
     if b is not None:
         if b.dtype != "int32" or b.data is None:

@@ -20,12 +20,13 @@ and any 4-D mix of the above (TFLite's BroadcastAdd4DSlow).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from ..errors import ModelError
 from ..golden import numerics as nx
+from ..golden.kernels.pooling import int8_mean_requant, int8_pool_range
+from ..golden.kernels.shape import int8_concat_range
 from ..ir import Graph, Op
 from .kernel_call import (
     C_TYPES,
@@ -53,6 +54,7 @@ from .params import (
     int32_array,
     output_stage,
     per_channel,
+    portable_builder,
     size_of,
     softmax_params_s8,
     tensor_arg,
@@ -62,12 +64,13 @@ from .params import (
 
 
 # -- conv2d, depthwise_conv2d, fully_connected --------------------------------------------------
-def _conv_like(view: OpArgs, kernel: str, params_int8: Callable[..., Struct],
-               params_f32: Callable[[], Struct], n_out: int,
-               dims_in: Struct, dims_w: Struct, dims_out: Struct, fc: bool = False
+def _conv_like(view: OpArgs, kernel: str, struct: str, fields: Mapping[str, Struct | int],
+               n_out: int, dims_in: Struct, dims_w: Struct, dims_out: Struct, fc: bool = False
                ) -> KernelCall:
     """conv2d / depthwise / FC: int8 with per-channel quant (FC: per-tensor when the weight
-    has one scale, else the _per_channel variant), or float32."""
+    has one scale, else the _per_channel variant), or float32. The parameters: ``struct``
+    (``<struct>_f32`` for float32) with ``fields`` and the activation, int8 adding the input
+    and output offsets (FC: and a zero filter offset)."""
     (dtype, _) = view.dtypes(("int8", "int8"), ("float32", "float32"))
     w = view.input(1)
     assert w is not None
@@ -76,7 +79,11 @@ def _conv_like(view: OpArgs, kernel: str, params_int8: Callable[..., Struct],
     head: list[tuple[str, Arg]] = [("ctx", ContextArg())]
     if dtype == "int8":
         m, s, in_off, out_off, lo, hi = output_stage(view, n_out, fc)
-        head.append(("params", StructArg(params_int8(in_off, out_off, activation(lo, hi)))))
+        offsets = {"input_offset": in_off, "output_offset": out_off}
+        if fc:
+            offsets["filter_offset"] = 0
+        head.append(("params", StructArg(Struct(struct, {**offsets, **fields,
+                                                         "activation": activation(lo, hi)}))))
         name = f"{kernel}_s8"
         if fc and m.size == 1:
             quant = Struct("pe_per_tensor_quant", {"multiplier": int(m[0]), "shift": int(s[0])})
@@ -87,7 +94,8 @@ def _conv_like(view: OpArgs, kernel: str, params_int8: Callable[..., Struct],
         head.append(("quant", StructArg(quant)))
         ctype_b = "int32_t"
     else:
-        head.append(("params", StructArg(params_f32())))
+        act = activation_f32(view.attr("activation", "none"))
+        head.append(("params", StructArg(Struct(f"{struct}_f32", {**fields, "activation": act}))))
         name = f"{kernel}_f32"
         ctype_b = "float"
     return call(view, name, head + [
@@ -105,18 +113,8 @@ def _conv2d(view: OpArgs) -> KernelCall:
     if ci == 0 or cin % ci or o % (cin // ci):
         raise view.error(f"{cin} input channels do not split into groups of {ci} for {o} "
                          f"output channels")
-    win = window_attrs(view)
-    act = view.attr("activation", "none")
-
-    def int8_params(in_off: int, out_off: int, clamp: Struct) -> Struct:
-        return Struct("pe_conv_params", {"input_offset": in_off, "output_offset": out_off,
-                                         **win, "activation": clamp})
-
-    def f32_params() -> Struct:
-        return Struct("pe_conv_params_f32", {**win, "activation": activation_f32(act)})
-
-    return _conv_like(view, "pe_conv2d", int8_params, f32_params, o, dims(view.shape(x)),
-                      dims(w.shape), dims(view.shape(out)))
+    return _conv_like(view, "pe_conv2d", "pe_conv_params", window_attrs(view), o,
+                      dims(view.shape(x)), dims(w.shape), dims(view.shape(out)))
 
 
 def _depthwise_conv2d(view: OpArgs) -> KernelCall:
@@ -127,18 +125,8 @@ def _depthwise_conv2d(view: OpArgs) -> KernelCall:
     if o != x.shape[3] * mult:
         raise view.error(f"{o} output channels != {x.shape[3]} input channels x depth "
                          f"multiplier {mult}")
-    win = window_attrs(view)
-    act = view.attr("activation", "none")
-
-    def int8_params(in_off: int, out_off: int, clamp: Struct) -> Struct:
-        return Struct("pe_dw_conv_params", {"input_offset": in_off, "output_offset": out_off,
-                                            "ch_mult": mult, **win, "activation": clamp})
-
-    def f32_params() -> Struct:
-        return Struct("pe_dw_conv_params_f32", {"ch_mult": mult, **win,
-                                                "activation": activation_f32(act)})
-
-    return _conv_like(view, "pe_depthwise_conv2d", int8_params, f32_params, o,
+    return _conv_like(view, "pe_depthwise_conv2d", "pe_dw_conv_params",
+                      {"ch_mult": mult, **window_attrs(view)}, o,
                       dims(view.shape(x)), dims(w.shape), dims(view.shape(out)))
 
 
@@ -150,16 +138,7 @@ def _fully_connected(view: OpArgs) -> KernelCall:
     if depth == 0 or size % depth:
         raise view.error(f"input of {size} values does not split into rows of {depth}")
     rows = size // depth
-    act = view.attr("activation", "none")
-
-    def int8_params(in_off: int, out_off: int, clamp: Struct) -> Struct:
-        return Struct("pe_fc_params", {"input_offset": in_off, "filter_offset": 0,
-                                       "output_offset": out_off, "activation": clamp})
-
-    def f32_params() -> Struct:
-        return Struct("pe_fc_params_f32", {"activation": activation_f32(act)})
-
-    return _conv_like(view, "pe_fully_connected", int8_params, f32_params, units,
+    return _conv_like(view, "pe_fully_connected", "pe_fc_params", {}, units,
                       dims((rows, 1, 1, depth)), dims((units, 1, 1, depth)),
                       dims((rows, 1, 1, units)), fc=True)
 
@@ -184,13 +163,8 @@ def _pool(view: OpArgs) -> KernelCall:
                 raise view.error("a pooling window lies entirely in the padding")
     common = {"stride": tile(sh, sw), "padding": tile(top, left)}
     if dtype == "int8":
-        s_in, zp_in = view.quant(x)
-        s_out, zp_out = view.quant(out)
-        if abs(np.float32(s_in) - np.float32(s_out)) > 1e-6 or zp_in != zp_out:
-            raise view.error(f"int8 pooling needs equal input and output quantization, got "
-                             f"scale {s_in:g} zp {zp_in} -> scale {s_out:g} zp {zp_out}")
-        lo, hi = nx.activation_range(act, s_out, zp_out)
-        params = Struct("pe_pool_params", {**common, "activation": activation(lo, hi)})
+        params = Struct("pe_pool_params", {**common,
+                                           "activation": activation(*int8_pool_range(view, act))})
     else:
         params = Struct("pe_pool_params_f32", {**common, "activation": activation_f32(act)})
     kind = "avg" if view.op.type == "avg_pool2d" else "max"
@@ -309,15 +283,8 @@ def _mean(view: OpArgs) -> KernelCall:
         ("output_dims", StructArg(dims(d_out))), ("output", tensor_arg(out, write=True))]
     if dtype == "float32":
         return call(view, "pe_mean_f32", tensors)
-    s_in, zp_in = view.quant(x)
-    s_out, zp_out = view.quant(out)
-    multiplier, shift = nx.quantize_multiplier(float(np.float64(s_in) / np.float64(s_out)))
-    n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-    if n == 0:
-        raise view.error("mean over an empty axis")
-    extra = min(n.bit_length() - 1, 32, 31 + shift)     # TFLM folds 1/n into the multiplier
-    multiplier = (multiplier << extra) // n
-    shift -= extra
+    _, multiplier, shift = int8_mean_requant(view, axes)
+    zp_in, zp_out = view.quant(x)[1], view.quant(out)[1]
     params = Struct("pe_mean_params", {"input_offset": -zp_in, "output_offset": zp_out,
                                        "multiplier": multiplier, "shift": shift})
     return call(view, "pe_mean_s8", [("params", StructArg(params))] + tensors)
@@ -368,16 +335,8 @@ def _concat(view: OpArgs) -> KernelCall:
     inner = [int(np.prod(s[axis:], dtype=np.int64)) for s in shapes]
     act = view.attr("activation", "none")
     if dtype == "int8":
-        s_out, zp_out = view.quant(out)
-        for t in ins:
-            s, zp = view.quant(t)
-            if np.float32(s) != np.float32(s_out) or zp != zp_out:
-                raise view.error(f"int8 concat needs equal quantization on every input and "
-                                 f"the output; input {t.name!r} has scale {s:g} zp {zp}, "
-                                 f"output scale {s_out:g} zp {zp_out}")
         params = Struct("pe_concat_params", {
-            "outer_size": outer,
-            "activation": activation(*nx.activation_range(act, s_out, zp_out))})
+            "outer_size": outer, "activation": activation(*int8_concat_range(view, ins, act))})
     else:
         params = Struct("pe_concat_params_f32", {"outer_size": outer,
                                                  "activation": activation_f32(act)})
@@ -467,9 +426,17 @@ CALL_BUILDERS: dict[str, Callable[[OpArgs], KernelCall]] = {
 
 def forward_call(graph: Graph, op: Op, batch: int = 1) -> KernelCall:
     """The ref kernel call of a forward op; ModelError if no ref kernel can run it."""
-    builder = CALL_BUILDERS.get(op.type)
-    if builder is None:
-        raise ModelError(f"op {op.name!r} ({op.type}): no portable C kernel for this op")
+    builder = portable_builder(CALL_BUILDERS, op)
     view = OpArgs(graph, op, batch)
     check_int32_sizes(view)
     return builder(view)
+
+
+def same_dims_call(graph: Graph, op: Op, batch: int = 1) -> KernelCall | None:
+    """The ref record of an int8 add or mul whose inputs and output have the same dims, for
+    the kernels that do not broadcast; None for any other."""
+    if not OpArgs(graph, op, batch).int8_io(2):
+        return None
+    ref = forward_call(graph, op, batch)
+    d1, d2, d_out = (ref.arg(n).value.values for n in ("input1_dims", "input2_dims", "output_dims"))
+    return ref if d1 == d2 == d_out else None

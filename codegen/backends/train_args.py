@@ -29,11 +29,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import ModelError, PockError
-from ..golden import train_conv as tc
-from ..golden import train_grads as tg
-from ..golden import train_loss as tl
-from ..golden import train_numerics as tn
-from ..golden import train_optim as to
+from ..golden import train_conv, train_grads, train_loss, train_numerics, train_optim
 from ..ir import Graph, Op, Tensor
 from ..ir.ops import UPDATE_INPUTS
 from .kernel_call import (
@@ -52,11 +48,13 @@ from .kernel_call import (
 from .params import (
     OpArgs,
     broadcast_dims,
+    call,
     check_int32_sizes,
     collapse_padding,
     collapse_reduction,
     dims,
     int32_array,
+    portable_builder,
     softmax_params_s8,
     tile,
 )
@@ -108,7 +106,7 @@ class _TrainOp(OpArgs):
     def call(self, kernel: str, args: Sequence[tuple[str, Arg]],
              may_alias: tuple[tuple[str, str], ...] = (), inplace: Sequence[str] = ()
              ) -> KernelCall:
-        return KernelCall(kernel, self.op.name, tuple(args), 0, may_alias, tuple(inplace))
+        return call(self, kernel, args, may_alias, inplace)
 
 
 # -- argument helpers -----------------------------------------------------------------------------
@@ -145,7 +143,7 @@ def _geometry(v: _TrainOp) -> dict[str, Struct]:
 
 
 def _static(v: _TrainOp, real: float) -> tuple[int, int]:
-    m, k = tn.static_factor(real)
+    m, k = train_numerics.static_factor(real)
     return int(m), int(k)
 
 
@@ -209,9 +207,9 @@ def _mse(v: _TrainOp) -> KernelCall:
     s, _ = v.quant(y)
     n = y.size
     if v.int8:
-        if n * 255 * 255 > tn.INT32_MAX:
+        if n * 255 * 255 > train_numerics.INT32_MAX:
             raise v.error(f"int8 mse over {n} outputs overflows an int32 sum")
-        loss_k, m, k = tl.mse_constants(s, n)
+        loss_k, m, k = train_loss.mse_constants(s, n)
         params = Struct("pe_mse_params", {"loss_scale": float(loss_k), "multiplier": int(m),
                                           "shift": int(k)})
     else:
@@ -225,7 +223,7 @@ def _mse(v: _TrainOp) -> KernelCall:
 # -- conv2d, depthwise_conv2d, fully_connected, bias ---------------------------------------------
 def _grad_input_quant(v: _TrainOp, s_w: np.ndarray, n_out: int, taps: int) -> Struct:
     try:
-        m, k, b, m_ref, k_ref = tc.input_grad_prescale(s_w, n_out, taps)
+        m, k, b, m_ref, k_ref = train_conv.input_grad_prescale(s_w, n_out, taps)
     except PockError as err:
         raise v.error(str(err)) from None
     return Struct("pe_grad_input_quant", {
@@ -278,7 +276,7 @@ def _conv_grad_weight(v: _TrainOp) -> KernelCall:
     kind = v.op.type
     if v.int8:
         positions = int(np.prod(dy.shape[:-1], dtype=np.int64))
-        _check(v, lambda: tc.weight_grad_bound(positions))
+        _check(v, lambda: train_conv.weight_grad_bound(positions))
     base: dict = {"input_offset": -zp_x}
     if not v.int8:
         base["input_scale"] = float(F32(s_x))
@@ -308,7 +306,7 @@ def _bias_grad(v: _TrainOp) -> KernelCall:
     dy = ins["dy"]
     c = int(dy.shape[-1]) if dy.shape else 1
     rows = dy.size // max(c, 1)
-    if v.int8 and rows * 127 > tn.INT32_MAX:
+    if v.int8 and rows * 127 > train_numerics.INT32_MAX:
         raise v.error(f"int8 backward: a bias gradient sums {rows} positions")
     return v.call(f"pe_bias_grad_{v.suffix}", [
         ("num_rows", ScalarArg("int32_t", rows)), ("row_size", ScalarArg("int32_t", c)),
@@ -323,14 +321,14 @@ def _pool_grad(v: _TrainOp) -> KernelCall:
     dy, dx = ins["dy"], outs["dx"]
     flt, stride = v.pair("filter"), v.pair("stride")
     pad = tuple(int(p) for p in v.attr("padding", (0, 0, 0, 0)))
-    if flt[0] * flt[1] * 127 > tn.INT32_MAX:
+    if flt[0] * flt[1] * 127 > train_numerics.INT32_MAX:
         raise v.error(f"pooling window {flt[0]}x{flt[1]} overflows an int32 gradient sum")
     if avg:
-        _check(v, lambda: tg.pool_counts(dx.shape[1:3], flt, stride, pad, dy.shape[1:3]))
+        _check(v, lambda: train_grads.pool_counts(dx.shape[1:3], flt, stride, pad, dy.shape[1:3]))
     geo = {"stride": tile(*stride), "padding": tile(pad[0], pad[2])}
     if avg and v.int8:
         params = Struct("pe_avg_pool_grad_params",
-                        {**geo, "recip_bits": tg.avg_pool_recip_bits(flt)})
+                        {**geo, "recip_bits": train_grads.avg_pool_recip_bits(flt)})
     else:
         params = Struct("pe_pool_grad_params", geo)
     x_arg = [] if avg else [("x", _t(ins["x"]))]
@@ -351,7 +349,7 @@ def _add_grad(v: _TrainOp) -> KernelCall:
         raise v.error(f"reducing {list(dy.shape)} to {list(dx.shape)} needs more than 4 "
                       "dimensions")
     d_dx, _, d_dy = collapsed
-    if not tg.broadcast_axes(tuple(dx.shape), tuple(dy.shape)):
+    if not train_grads.broadcast_axes(tuple(dx.shape), tuple(dy.shape)):
         return _reshape_grad(v)                     # nothing reduced: dx is dy (a copy)
     return v.call(f"pe_add_grad_{v.suffix}", [
         ("dy_dims", StructArg(dims(d_dy))), *_grad(v, ins, "dy"),
@@ -369,15 +367,15 @@ def _mul_grad(v: _TrainOp) -> KernelCall:
                       f"{list(dx.shape)} needs more than 4 dimensions")
     d_dx, d_other, d_dy = collapsed
     if v.int8:
-        axes = tg.broadcast_axes(tuple(dx.shape), tuple(dy.shape))
+        axes = train_grads.broadcast_axes(tuple(dx.shape), tuple(dy.shape))
         count = int(np.prod([dy.shape[a] for a in axes], dtype=np.int64)) if axes else 1
-        if count * 127 * 255 > tn.INT32_MAX:
+        if count * 127 * 255 > train_numerics.INT32_MAX:
             raise v.error(f"int8 backward: mul gradient sums {count} products")
         m, k = _static(v, float(F32(s_o)))
         params = Struct("pe_mul_grad_params", {"other_offset": -zp_o, "multiplier": m,
                                                "shift": k})
     else:
-        reduce = int(bool(tg.broadcast_axes(tuple(dx.shape), tuple(dy.shape))))
+        reduce = int(bool(train_grads.broadcast_axes(tuple(dx.shape), tuple(dy.shape))))
         params = Struct("pe_mul_grad_params_f32", {"other_offset": -zp_o,
                                                    "other_scale": float(F32(s_o)),
                                                    "reduce": reduce})
@@ -398,7 +396,7 @@ def _mean_grad(v: _TrainOp) -> KernelCall:
     if collapsed is None:
         raise v.error(f"mean of {list(dx.shape)} over axes {axes} needs more than 4 dimensions")
     d_dx, d_dy = collapsed
-    count = tg.mean_count(dx.shape, axes)
+    count = train_grads.mean_count(dx.shape, axes)
     if count == 0:
         raise v.error("mean over an empty axis")
     if v.int8:
@@ -473,7 +471,7 @@ def _softmax_grad(v: _TrainOp) -> KernelCall:
     if v.int8:
         if F32(s_y) != F32(1.0 / 256):
             raise v.error(f"int8 softmax gradient needs the output scale 1/256, got {s_y:g}")
-        if row * 127 * 255 + 127 * 256 > tn.INT32_MAX:
+        if row * 127 * 255 + 127 * 256 > train_numerics.INT32_MAX:
             raise v.error(f"int8 softmax gradient over {row} classes overflows int32")
         m, k = _static(v, float(beta))
         params = Struct("pe_softmax_grad_params", {"y_offset": -zp_y, "beta_multiplier": m,
@@ -529,7 +527,7 @@ def _update_dims(v: _TrainOp, param: Tensor) -> Struct:
     if ch is not None and any(not 0 <= c < shape[axis] for c in ch):
         raise v.error(f"channels {list(ch)} outside the parameter's {shape[axis]} channels")
     try:
-        lo, hi = to.param_limits(param.dtype, v.attr("bias_limit"))
+        lo, hi = train_optim.param_limits(param.dtype, v.attr("bias_limit"))
     except ValueError as err:
         raise v.error(str(err)) from None
     return Struct("pe_update_dims", {
@@ -565,10 +563,10 @@ def _update(v: _TrainOp) -> KernelCall:
     if mode == "s8":
         if "master" in slots and slots["master"].dtype != "int32":
             raise v.error("int8-mode master weights must be int32")
-        frac = int(v.attr("master_frac_bits", getattr(to, "MASTER_FRAC_BITS", 16)))
+        frac = int(v.attr("master_frac_bits", train_optim.MASTER_FRAC_BITS))
         if "master" in slots and not 0 < frac <= 23:
             raise v.error(f"master_frac_bits {frac} outside [1, 23]")
-        params = Struct("pe_sgd_params", {"momentum_q15": to.momentum_q15(momentum)
+        params = Struct("pe_sgd_params", {"momentum_q15": train_optim.momentum_q15(momentum)
                                           if momentum > 0 else 0, "master_frac_bits": frac})
     elif kind == "sgd_update":
         params = Struct("pe_sgd_params_f32", {"lr": float(F32(v.attr("lr"))),
@@ -656,9 +654,7 @@ TRAIN_CALL_BUILDERS: dict[str, Callable[[_TrainOp], KernelCall]] = {
 
 def train_kernel_call(graph: Graph, op: Op, batch: int = 1) -> KernelCall:
     """The ref kernel call of a training op; ModelError if no ref kernel can run it."""
-    builder = TRAIN_CALL_BUILDERS.get(op.type)
-    if builder is None:
-        raise ModelError(f"op {op.name!r} ({op.type}): no portable C kernel for this op")
+    builder = portable_builder(TRAIN_CALL_BUILDERS, op)
     missing = [n for n in op.inputs + op.outputs if n and n not in graph.tensors]
     if missing:
         raise ModelError(f"op {op.name!r} ({op.type}): no portable C kernel can run it: tensor "

@@ -19,6 +19,12 @@ SCHEMA_VERSION = 3
 # per TFLite operator); TFLite and TFLM ignore it, read_tflite restores the names from it.
 OP_NAMES_METADATA = "pockengine_op_names"
 
+
+def _enum_names(enum: type) -> dict[int, str]:
+    """A generated flatbuffers enum class's value -> member name."""
+    return {v: k for k, v in vars(enum).items() if not k.startswith("_") and isinstance(v, int)}
+
+
 # builtin operator code -> IR op type (one row per supported TFLite op)
 OPCODE_TO_IR: dict[int, str] = {
     BuiltinOperator.CONV_2D: "conv2d",
@@ -64,8 +70,7 @@ IR_TO_OPCODE: dict[str, tuple[int, int]] = {
 EXPECTED_OPTIONS: dict[int, int] = {code: IR_TO_OPCODE[ir][1] for code, ir in OPCODE_TO_IR.items()}
 EXPECTED_OPTIONS[BuiltinOperator.PADV2] = BuiltinOptions.PadV2Options
 
-OPCODE_NAMES: dict[int, str] = {v: k for k, v in vars(BuiltinOperator).items()
-                                if not k.startswith("_") and isinstance(v, int)}
+OPCODE_NAMES: dict[int, str] = _enum_names(BuiltinOperator)
 
 TENSOR_TYPES: dict[int, str] = {
     TensorType.FLOAT32: "float32",
@@ -77,8 +82,7 @@ TENSOR_TYPES: dict[int, str] = {
     TensorType.INT8: "int8",
 }
 DTYPE_TO_TENSOR_TYPE: dict[str, int] = {v: k for k, v in TENSOR_TYPES.items()}
-TENSOR_TYPE_NAMES: dict[int, str] = {v: k for k, v in vars(TensorType).items()
-                                     if not k.startswith("_") and isinstance(v, int)}
+TENSOR_TYPE_NAMES: dict[int, str] = _enum_names(TensorType)
 
 ACTIVATION_TO_IR: dict[int, str] = {
     ActivationFunctionType.NONE: "none",
@@ -87,8 +91,7 @@ ACTIVATION_TO_IR: dict[int, str] = {
     ActivationFunctionType.RELU6: "relu6",
 }
 IR_TO_ACTIVATION: dict[str, int] = {v: k for k, v in ACTIVATION_TO_IR.items()}
-ACTIVATION_NAMES: dict[int, str] = {v: k for k, v in vars(ActivationFunctionType).items()
-                                    if not k.startswith("_") and isinstance(v, int)}
+ACTIVATION_NAMES: dict[int, str] = _enum_names(ActivationFunctionType)
 
 PADDING_SAME = Padding.SAME
 PADDING_VALID = Padding.VALID

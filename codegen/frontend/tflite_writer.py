@@ -17,6 +17,7 @@ Loadable by the TFLite Micro interpreter and by ``read_tflite``. Lowering rules:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,38 @@ from .tflite_schema import (
 )
 
 _DATA_ALIGNMENT = 16
+
+
+# builtin options table -> its fields (in the order they are written) from the serializer, the
+# op's options and its fused activation code
+_OPTION_FIELDS: dict[str, Callable[[_Serializer, dict[str, Any], int], dict[str, Any]]] = {
+    "Conv2DOptions": lambda w, o, act: {
+        "Padding": o["padding"], "StrideH": o["stride"][0], "StrideW": o["stride"][1],
+        "DilationHFactor": o["dilation"][0], "DilationWFactor": o["dilation"][1],
+        "FusedActivationFunction": act},
+    "DepthwiseConv2DOptions": lambda w, o, act: {
+        "Padding": o["padding"], "StrideH": o["stride"][0], "StrideW": o["stride"][1],
+        "DepthMultiplier": o["depth_multiplier"],
+        "DilationHFactor": o["dilation"][0], "DilationWFactor": o["dilation"][1],
+        "FusedActivationFunction": act},
+    "Pool2DOptions": lambda w, o, act: {
+        "Padding": o["padding"], "StrideH": o["stride"][0], "StrideW": o["stride"][1],
+        "FilterHeight": o["filter"][0], "FilterWidth": o["filter"][1],
+        "FusedActivationFunction": act},
+    "FullyConnectedOptions": lambda w, o, act: {
+        "FusedActivationFunction": act, "KeepNumDims": o["keep_num_dims"]},
+    "AddOptions": lambda w, o, act: {"FusedActivationFunction": act},
+    "MulOptions": lambda w, o, act: {"FusedActivationFunction": act},
+    "ReshapeOptions": lambda w, o, act: {"NewShape": w.int32_vector(o["new_shape"])},
+    "SoftmaxOptions": lambda w, o, act: {"Beta": o["beta"]},
+    "ReducerOptions": lambda w, o, act: {"KeepDims": o["keep_dims"]},
+    "ConcatenationOptions": lambda w, o, act: {"Axis": o["axis"], "FusedActivationFunction": act},
+    "PadOptions": lambda w, o, act: {},
+    "PadV2Options": lambda w, o, act: {},
+    "QuantizeOptions": lambda w, o, act: {},
+    "DequantizeOptions": lambda w, o, act: {},
+}
+_OPTION_TABLES: dict[int, str] = {getattr(BuiltinOptions, n): n for n in _OPTION_FIELDS}
 
 
 @dataclass
@@ -239,14 +272,10 @@ class _Serializer:
         for op in self.low.ops:
             codes[op.code] = max(codes.get(op.code, 1), op.version)
         code_index = {c: k for k, c in enumerate(codes)}
-        opcode_offsets = []
-        for c, v in codes.items():
-            tflite.OperatorCodeStart(b)
-            tflite.OperatorCodeAddDeprecatedBuiltinCode(
-                b, min(c, BuiltinOperator.PLACEHOLDER_FOR_GREATER_OP_CODES))
-            tflite.OperatorCodeAddBuiltinCode(b, c)
-            tflite.OperatorCodeAddVersion(b, v)
-            opcode_offsets.append(tflite.OperatorCodeEnd(b))
+        opcode_offsets = [self.table(
+            "OperatorCode",
+            DeprecatedBuiltinCode=min(c, BuiltinOperator.PLACEHOLDER_FOR_GREATER_OP_CODES),
+            BuiltinCode=c, Version=v) for c, v in codes.items()]
         op_offsets = [self.operator(op, code_index[op.code]) for op in self.low.ops]
 
         idx = self.low.index
@@ -255,13 +284,8 @@ class _Serializer:
         sg_inputs = self.int32_vector([idx[n] for n in self.graph.inputs])
         sg_outputs = self.int32_vector([idx[n] for n in self.graph.outputs])
         sg_ops = self.vector_of_offsets(op_offsets)
-        tflite.SubGraphStart(b)
-        tflite.SubGraphAddTensors(b, sg_tensors)
-        tflite.SubGraphAddInputs(b, sg_inputs)
-        tflite.SubGraphAddOutputs(b, sg_outputs)
-        tflite.SubGraphAddOperators(b, sg_ops)
-        tflite.SubGraphAddName(b, sg_name)
-        subgraph = tflite.SubGraphEnd(b)
+        subgraph = self.table("SubGraph", Tensors=sg_tensors, Inputs=sg_inputs,
+                              Outputs=sg_outputs, Operators=sg_ops, Name=sg_name)
 
         description = b.CreateString(str(self.graph.metadata.get("tflite_description")
                                          or "pockengine"))
@@ -269,21 +293,26 @@ class _Serializer:
         m_subgraphs = self.vector_of_offsets([subgraph])
         m_buffers = self.vector_of_offsets(buffer_offsets)
         meta_name = b.CreateString(OP_NAMES_METADATA)
-        tflite.MetadataStart(b)
-        tflite.MetadataAddName(b, meta_name)
-        tflite.MetadataAddBuffer(b, op_names_buffer)
-        m_metadata = self.vector_of_offsets([tflite.MetadataEnd(b)])
-        tflite.ModelStart(b)
-        tflite.ModelAddVersion(b, SCHEMA_VERSION)
-        tflite.ModelAddOperatorCodes(b, m_codes)
-        tflite.ModelAddSubgraphs(b, m_subgraphs)
-        tflite.ModelAddDescription(b, description)
-        tflite.ModelAddBuffers(b, m_buffers)
-        tflite.ModelAddMetadata(b, m_metadata)
-        b.Finish(tflite.ModelEnd(b), file_identifier=FILE_IDENTIFIER)
+        m_metadata = self.vector_of_offsets(
+            [self.table("Metadata", Name=meta_name, Buffer=op_names_buffer)])
+        model = self.table("Model", Version=SCHEMA_VERSION, OperatorCodes=m_codes,
+                           Subgraphs=m_subgraphs, Description=description, Buffers=m_buffers,
+                           Metadata=m_metadata)
+        b.Finish(model, file_identifier=FILE_IDENTIFIER)
         return bytes(b.Output())
 
     # -- helpers ----------------------------------------------------------------------------
+    def table(self, name: str, **fields: Any) -> int:
+        """A table of the schema, through the tflite module's ``<name>Start``, then
+        ``<name>Add<Field>`` for each field in order (None: left out), then ``<name>End``.
+        Its strings, vectors and other tables must be built first."""
+        b = self.b
+        getattr(tflite, f"{name}Start")(b)
+        for field_name, value in fields.items():
+            if value is not None:
+                getattr(tflite, f"{name}Add{field_name}")(b, value)
+        return getattr(tflite, f"{name}End")(b)
+
     def vector_of_offsets(self, offsets: list[int]) -> int:
         b = self.b
         b.StartVector(4, len(offsets), 4)
@@ -305,121 +334,34 @@ class _Serializer:
             b.Bytes[b.head:b.head + len(raw)] = raw
             b.vectorNumElems = len(raw)
             data = b.EndVector()
-        tflite.BufferStart(b)
-        if data is not None:
-            tflite.BufferAddData(b, data)
-        return tflite.BufferEnd(b)
+        return self.table("Buffer", Data=data)
 
     def quantization(self, q: QuantParams) -> int:
         b = self.b
         scale = b.CreateNumpyVector(np.asarray(q.scale, dtype="<f4"))
         zp = b.CreateNumpyVector(np.asarray(q.zero_point, dtype="<i8"))
-        tflite.QuantizationParametersStart(b)
-        tflite.QuantizationParametersAddScale(b, scale)
-        tflite.QuantizationParametersAddZeroPoint(b, zp)
-        tflite.QuantizationParametersAddQuantizedDimension(b, q.axis or 0)
-        return tflite.QuantizationParametersEnd(b)
+        return self.table("QuantizationParameters", Scale=scale, ZeroPoint=zp,
+                          QuantizedDimension=q.axis or 0)
 
     def tensor(self, t: Tensor, buffer_index: int) -> int:
         b = self.b
         name = b.CreateString(t.name)
         shape = self.int32_vector(list(t.shape))
         quant = self.quantization(t.quant) if t.quant is not None else None
-        tflite.TensorStart(b)
-        tflite.TensorAddShape(b, shape)
-        tflite.TensorAddType(b, DTYPE_TO_TENSOR_TYPE[t.dtype])
-        tflite.TensorAddBuffer(b, buffer_index)
-        tflite.TensorAddName(b, name)
-        if quant is not None:
-            tflite.TensorAddQuantization(b, quant)
-        return tflite.TensorEnd(b)
+        return self.table("Tensor", Shape=shape, Type=DTYPE_TO_TENSOR_TYPE[t.dtype],
+                          Buffer=buffer_index, Name=name, Quantization=quant)
 
     def options(self, op: _TflOp) -> int | None:
-        b, o, ot = self.b, op.options, op.options_type
-        act = IR_TO_ACTIVATION.get(o.get("activation", "none"), 0)
-        if ot == BuiltinOptions.Conv2DOptions:
-            tflite.Conv2DOptionsStart(b)
-            tflite.Conv2DOptionsAddPadding(b, o["padding"])
-            tflite.Conv2DOptionsAddStrideH(b, o["stride"][0])
-            tflite.Conv2DOptionsAddStrideW(b, o["stride"][1])
-            tflite.Conv2DOptionsAddDilationHFactor(b, o["dilation"][0])
-            tflite.Conv2DOptionsAddDilationWFactor(b, o["dilation"][1])
-            tflite.Conv2DOptionsAddFusedActivationFunction(b, act)
-            return tflite.Conv2DOptionsEnd(b)
-        if ot == BuiltinOptions.DepthwiseConv2DOptions:
-            tflite.DepthwiseConv2DOptionsStart(b)
-            tflite.DepthwiseConv2DOptionsAddPadding(b, o["padding"])
-            tflite.DepthwiseConv2DOptionsAddStrideH(b, o["stride"][0])
-            tflite.DepthwiseConv2DOptionsAddStrideW(b, o["stride"][1])
-            tflite.DepthwiseConv2DOptionsAddDepthMultiplier(b, o["depth_multiplier"])
-            tflite.DepthwiseConv2DOptionsAddDilationHFactor(b, o["dilation"][0])
-            tflite.DepthwiseConv2DOptionsAddDilationWFactor(b, o["dilation"][1])
-            tflite.DepthwiseConv2DOptionsAddFusedActivationFunction(b, act)
-            return tflite.DepthwiseConv2DOptionsEnd(b)
-        if ot == BuiltinOptions.Pool2DOptions:
-            tflite.Pool2DOptionsStart(b)
-            tflite.Pool2DOptionsAddPadding(b, o["padding"])
-            tflite.Pool2DOptionsAddStrideH(b, o["stride"][0])
-            tflite.Pool2DOptionsAddStrideW(b, o["stride"][1])
-            tflite.Pool2DOptionsAddFilterHeight(b, o["filter"][0])
-            tflite.Pool2DOptionsAddFilterWidth(b, o["filter"][1])
-            tflite.Pool2DOptionsAddFusedActivationFunction(b, act)
-            return tflite.Pool2DOptionsEnd(b)
-        if ot == BuiltinOptions.FullyConnectedOptions:
-            tflite.FullyConnectedOptionsStart(b)
-            tflite.FullyConnectedOptionsAddFusedActivationFunction(b, act)
-            tflite.FullyConnectedOptionsAddKeepNumDims(b, o["keep_num_dims"])
-            return tflite.FullyConnectedOptionsEnd(b)
-        if ot == BuiltinOptions.AddOptions:
-            tflite.AddOptionsStart(b)
-            tflite.AddOptionsAddFusedActivationFunction(b, act)
-            return tflite.AddOptionsEnd(b)
-        if ot == BuiltinOptions.MulOptions:
-            tflite.MulOptionsStart(b)
-            tflite.MulOptionsAddFusedActivationFunction(b, act)
-            return tflite.MulOptionsEnd(b)
-        if ot == BuiltinOptions.ReshapeOptions:
-            new_shape = self.int32_vector(o["new_shape"])
-            tflite.ReshapeOptionsStart(b)
-            tflite.ReshapeOptionsAddNewShape(b, new_shape)
-            return tflite.ReshapeOptionsEnd(b)
-        if ot == BuiltinOptions.SoftmaxOptions:
-            tflite.SoftmaxOptionsStart(b)
-            tflite.SoftmaxOptionsAddBeta(b, o["beta"])
-            return tflite.SoftmaxOptionsEnd(b)
-        if ot == BuiltinOptions.ReducerOptions:
-            tflite.ReducerOptionsStart(b)
-            tflite.ReducerOptionsAddKeepDims(b, o["keep_dims"])
-            return tflite.ReducerOptionsEnd(b)
-        if ot == BuiltinOptions.ConcatenationOptions:
-            tflite.ConcatenationOptionsStart(b)
-            tflite.ConcatenationOptionsAddAxis(b, o["axis"])
-            tflite.ConcatenationOptionsAddFusedActivationFunction(b, act)
-            return tflite.ConcatenationOptionsEnd(b)
-        if ot == BuiltinOptions.PadOptions:
-            tflite.PadOptionsStart(b)
-            return tflite.PadOptionsEnd(b)
-        if ot == BuiltinOptions.PadV2Options:
-            tflite.PadV2OptionsStart(b)
-            return tflite.PadV2OptionsEnd(b)
-        if ot == BuiltinOptions.QuantizeOptions:
-            tflite.QuantizeOptionsStart(b)
-            return tflite.QuantizeOptionsEnd(b)
-        if ot == BuiltinOptions.DequantizeOptions:
-            tflite.DequantizeOptionsStart(b)
-            return tflite.DequantizeOptionsEnd(b)
-        return None
+        table = _OPTION_TABLES.get(op.options_type)
+        if table is None:
+            return None
+        act = IR_TO_ACTIVATION.get(op.options.get("activation", "none"), 0)
+        return self.table(table, **_OPTION_FIELDS[table](self, op.options, act))
 
     def operator(self, op: _TflOp, opcode_index: int) -> int:
-        b = self.b
         inputs = self.int32_vector(op.inputs)
         outputs = self.int32_vector(op.outputs)
         options = self.options(op)
-        tflite.OperatorStart(b)
-        tflite.OperatorAddOpcodeIndex(b, opcode_index)
-        tflite.OperatorAddInputs(b, inputs)
-        tflite.OperatorAddOutputs(b, outputs)
-        if options is not None:
-            tflite.OperatorAddBuiltinOptionsType(b, op.options_type)
-            tflite.OperatorAddBuiltinOptions(b, options)
-        return tflite.OperatorEnd(b)
+        return self.table("Operator", OpcodeIndex=opcode_index, Inputs=inputs, Outputs=outputs,
+                          BuiltinOptionsType=None if options is None else op.options_type,
+                          BuiltinOptions=options)

@@ -17,6 +17,8 @@ order, so the NumPy code may sum in float64 (every partial sum is an integer bel
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from ..errors import ModelError
@@ -88,6 +90,27 @@ def _channel_scales(s_w: np.ndarray, n: int) -> np.ndarray:
 
 def _selected(channels, n: int) -> np.ndarray:
     return np.arange(n) if channels is None else np.asarray(channels, dtype=np.int64)
+
+
+def _group_inputs(sel: np.ndarray, o: int, cin: int, ci: int) -> np.ndarray | None:
+    """Grouped conv2d (CI < C_in input channels per weight): the (k, CI) input channels each
+    selected output channel reads; None for an ungrouped one."""
+    groups = cin // ci
+    if groups == 1:
+        return None
+    return (sel // (o // groups))[:, None] * ci + np.arange(ci)[None, :]
+
+
+def _input_taps(xp: np.ndarray, kernel: tuple[int, int], out_hw: tuple[int, int], stride,
+                dilation) -> Iterator[tuple[int, int, np.ndarray]]:
+    """For each weight tap (fy, fx) in order: (fy, fx, the (N*OH*OW, C) values of the padded
+    input ``xp`` that the output positions read through it)."""
+    (oh, ow), (sh, sw), (dh, dw) = out_hw, stride, dilation
+    p = xp.shape[0] * oh * ow
+    for fy in range(kernel[0]):
+        for fx in range(kernel[1]):
+            xt = xp[:, _tap_slice(fy, dh, sh, oh), _tap_slice(fx, dw, sw, ow), :]
+            yield fy, fx, xt.reshape(p, xp.shape[3])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,25 +230,15 @@ def conv2d_grad_weight_f32(x_q: np.ndarray, zp_x: int, s_x: float, dy: np.ndarra
     dy = np.asarray(dy, dtype=np.float32)
     n, oh, ow, o = dy.shape
     _, kh, kw, ci = w_shape
-    cin = x_q.shape[3]
-    groups = cin // ci
-    og = o // groups
     sel = _selected(channels, o)
-    (sh, sw), (dh, dw) = stride, dilation
+    gidx = _group_inputs(sel, o, x_q.shape[3], ci)
     xp = _pad_hw(tn.dequantize_f32(x_q, s_x, zp_x), padding, 0.0)
-    p = n * oh * ow
-    dyc = dy.reshape(p, o)[:, sel]                                   # (P, k)
+    dyc = dy.reshape(n * oh * ow, o)[:, sel]                         # (P, k)
     dw_out = np.zeros((sel.size, kh, kw, ci), dtype=np.float32)
-    for fy in range(kh):
-        for fx in range(kw):
-            xt = xp[:, _tap_slice(fy, dh, sh, oh), _tap_slice(fx, dw, sw, ow), :].reshape(p, cin)
-            if groups == 1:
-                xg = xt[:, None, :]                                  # (P, 1, CI)
-            else:
-                gidx = (sel // og)[:, None] * ci + np.arange(ci)[None, :]   # (k, CI)
-                xg = xt[:, gidx]                                     # (P, k, CI)
-            terms = dyc[:, :, None] * xg                             # x_r * dy (commutative)
-            dw_out[:, fy, fx, :] = seq_add(np.zeros((sel.size, ci), np.float32), terms)
+    for fy, fx, xt in _input_taps(xp, (kh, kw), (oh, ow), stride, dilation):
+        xg = xt[:, None, :] if gidx is None else xt[:, gidx]        # (P, 1 or k, CI)
+        terms = dyc[:, :, None] * xg                                 # x_r * dy (commutative)
+        dw_out[:, fy, fx, :] = seq_add(np.zeros((sel.size, ci), np.float32), terms)
     return dw_out
 
 
@@ -240,24 +253,16 @@ def conv2d_grad_weight_i8(x_q: np.ndarray, zp_x: int, dy_q: np.ndarray, e: int,
     """
     n, oh, ow, o = dy_q.shape
     _, kh, kw, ci = w_shape
-    cin = x_q.shape[3]
-    groups = cin // ci
-    og = o // groups
     sel = _selected(channels, o)
+    gidx = _group_inputs(sel, o, x_q.shape[3], ci)
     p = n * oh * ow
     weight_grad_bound(p)
-    (sh, sw), (dh, dw) = stride, dilation
     xp = _pad_hw(x_q.astype(np.float64) - zp_x, padding, 0.0)
     dyc = dy_q.astype(np.float64).reshape(p, o)[:, sel]
     acc = np.zeros((sel.size, kh, kw, ci), dtype=np.float64)
-    for fy in range(kh):
-        for fx in range(kw):
-            xt = xp[:, _tap_slice(fy, dh, sh, oh), _tap_slice(fx, dw, sw, ow), :].reshape(p, cin)
-            if groups == 1:
-                acc[:, fy, fx, :] = dyc.T @ xt
-            else:
-                gidx = (sel // og)[:, None] * ci + np.arange(ci)[None, :]
-                acc[:, fy, fx, :] = np.einsum("pk,pkc->kc", dyc, xt[:, gidx])
+    for fy, fx, xt in _input_taps(xp, (kh, kw), (oh, ow), stride, dilation):
+        acc[:, fy, fx, :] = (dyc.T @ xt if gidx is None
+                             else np.einsum("pk,pkc->kc", dyc, xt[:, gidx]))
     return acc.astype(np.int64), int(e)
 
 
@@ -325,16 +330,11 @@ def depthwise_conv2d_grad_weight_f32(x_q: np.ndarray, zp_x: int, s_x: float, dy:
     _, kh, kw, _ = w_shape
     mult = int(depth_multiplier)
     sel = _selected(channels, o)
-    (sh, sw), (dh, dw) = stride, dilation
     xp = _pad_hw(tn.dequantize_f32(x_q, s_x, zp_x), padding, 0.0)
-    p = n * oh * ow
-    dyc = dy.reshape(p, o)[:, sel]
+    dyc = dy.reshape(n * oh * ow, o)[:, sel]
     out = np.zeros((1, kh, kw, sel.size), dtype=np.float32)
-    for fy in range(kh):
-        for fx in range(kw):
-            xt = xp[:, _tap_slice(fy, dh, sh, oh), _tap_slice(fx, dw, sw, ow), :]
-            xt = xt.reshape(p, -1)[:, sel // mult]
-            out[0, fy, fx, :] = seq_add(np.zeros(sel.size, np.float32), xt * dyc)
+    for fy, fx, xt in _input_taps(xp, (kh, kw), (oh, ow), stride, dilation):
+        out[0, fy, fx, :] = seq_add(np.zeros(sel.size, np.float32), xt[:, sel // mult] * dyc)
     return out
 
 
@@ -349,14 +349,11 @@ def depthwise_conv2d_grad_weight_i8(x_q: np.ndarray, zp_x: int, dy_q: np.ndarray
     sel = _selected(channels, o)
     p = n * oh * ow
     weight_grad_bound(p)
-    (sh, sw), (dh, dw) = stride, dilation
     xp = _pad_hw(x_q.astype(np.int64) - zp_x, padding, 0)
     dyc = dy_q.astype(np.int64).reshape(p, o)[:, sel]
     acc = np.zeros((1, kh, kw, sel.size), dtype=np.int64)
-    for fy in range(kh):
-        for fx in range(kw):
-            xt = xp[:, _tap_slice(fy, dh, sh, oh), _tap_slice(fx, dw, sw, ow), :]
-            acc[0, fy, fx, :] = (xt.reshape(p, -1)[:, sel // mult] * dyc).sum(axis=0)
+    for fy, fx, xt in _input_taps(xp, (kh, kw), (oh, ow), stride, dilation):
+        acc[0, fy, fx, :] = (xt[:, sel // mult] * dyc).sum(axis=0)
     return acc, int(e)
 
 

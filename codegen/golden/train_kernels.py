@@ -237,62 +237,42 @@ def _b_bias_grad(v: _View):
     return run
 
 
-def _b_avg_pool_grad(v: _View):
-    x_shape = v.out(0).shape
-    flt, stride, pad = v.pair("filter"), v.pair("stride"), v.quad("padding")
-
-    def run(vals):
-        dy, e = v.grad_in(vals, 0)
-        return v.result(tg.avg_pool2d_grad_i8(dy, e, x_shape, flt, stride, pad) if v.int8
-                        else tg.avg_pool2d_grad_f32(dy, x_shape, flt, stride, pad))
-    return run
-
-
-def _b_max_pool_grad(v: _View):
-    flt, stride, pad = v.pair("filter"), v.pair("stride"), v.quad("padding")
+def _dy_grad(v: _View, i8: Callable, f32: Callable, *args, second: bool = False):
+    """The common gradient kernel: dy (int8: with its exponent), with ``second`` the op's next
+    input (a forward tensor, after dy's exponent in int8 mode), then ``args``:
+    ``i8(dy, e, [x,] *args)`` or ``f32(dy, [x,] *args)``."""
     xi = 2 if v.int8 else 1
 
     def run(vals):
         dy, e = v.grad_in(vals, 0)
-        x = np.asarray(vals[xi])
-        return v.result(tg.max_pool2d_grad_i8(dy, e, x, flt, stride, pad) if v.int8
-                        else tg.max_pool2d_grad_f32(dy, x, flt, stride, pad))
+        x = (np.asarray(vals[xi]),) if second else ()
+        return v.result(i8(dy, e, *x, *args) if v.int8 else f32(dy, *x, *args))
     return run
+
+
+def _b_avg_pool_grad(v: _View):
+    return _dy_grad(v, tg.avg_pool2d_grad_i8, tg.avg_pool2d_grad_f32, v.out(0).shape,
+                    v.pair("filter"), v.pair("stride"), v.quad("padding"))
+
+
+def _b_max_pool_grad(v: _View):
+    return _dy_grad(v, tg.max_pool2d_grad_i8, tg.max_pool2d_grad_f32, v.pair("filter"),
+                    v.pair("stride"), v.quad("padding"), second=True)
 
 
 def _b_add_grad(v: _View):
-    x_shape = v.out(0).shape
-
-    def run(vals):
-        dy, e = v.grad_in(vals, 0)
-        return v.result(tg.add_grad_i8(dy, e, x_shape) if v.int8
-                        else tg.add_grad_f32(dy, x_shape))
-    return run
+    return _dy_grad(v, tg.add_grad_i8, tg.add_grad_f32, v.out(0).shape)
 
 
 def _b_mul_grad(v: _View):
-    x_shape = v.out(0).shape
-    oi = 2 if v.int8 else 1
-    s_o, zp_o = v.per_tensor(v.t(oi))
-
-    def run(vals):
-        dy, e = v.grad_in(vals, 0)
-        other = np.asarray(vals[oi])
-        return v.result(tg.mul_grad_i8(dy, e, other, s_o, zp_o, x_shape) if v.int8
-                        else tg.mul_grad_f32(dy, other, s_o, zp_o, x_shape))
-    return run
+    s_o, zp_o = v.per_tensor(v.t(2 if v.int8 else 1))
+    return _dy_grad(v, tg.mul_grad_i8, tg.mul_grad_f32, s_o, zp_o, v.out(0).shape, second=True)
 
 
 def _b_mean_grad(v: _View):
-    x_shape = v.out(0).shape
     axes = tuple(sorted(int(a) for a in v.a("axes")))
-    keep = bool(v.a("keep_dims"))
-
-    def run(vals):
-        dy, e = v.grad_in(vals, 0)
-        return v.result(tg.mean_grad_i8(dy, e, x_shape, axes, keep) if v.int8
-                        else tg.mean_grad_f32(dy, x_shape, axes, keep))
-    return run
+    return _dy_grad(v, tg.mean_grad_i8, tg.mean_grad_f32, v.out(0).shape, axes,
+                    bool(v.a("keep_dims")))
 
 
 def _b_copy(fn: Callable[[np.ndarray], np.ndarray]):
@@ -325,16 +305,9 @@ def _reshape_fn(v: _View):
 
 
 def _b_softmax_grad(v: _View):
-    yi = 2 if v.int8 else 1
-    s_y, zp_y = v.per_tensor(v.t(yi))
-    beta = float(v.a("beta", 1.0))
-
-    def run(vals):
-        dy, e = v.grad_in(vals, 0)
-        y = np.asarray(vals[yi])
-        return v.result(tg.softmax_grad_i8(dy, e, y, s_y, zp_y, beta) if v.int8
-                        else tg.softmax_grad_f32(dy, y, s_y, zp_y, beta))
-    return run
+    s_y, zp_y = v.per_tensor(v.t(2 if v.int8 else 1))
+    return _dy_grad(v, tg.softmax_grad_i8, tg.softmax_grad_f32, s_y, zp_y,
+                    float(v.a("beta", 1.0)), second=True)
 
 
 def _b_grad_add(v: _View):

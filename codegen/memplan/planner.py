@@ -26,6 +26,8 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..schedule.storage import align_up
+
 Order = list[int]
 
 
@@ -39,10 +41,6 @@ class Interval:
     first: int
     last: int
     name: str = ""
-
-
-def align_up(n: int, alignment: int) -> int:
-    return -(-int(n) // alignment) * alignment if alignment > 1 else int(n)
 
 
 def conflict_lists(buffers: Sequence[Interval]) -> list[list[int]]:

@@ -42,6 +42,7 @@ from ..backends import (
 from ..errors import ModelError
 from ..ir import Graph, Op
 from ..memplan import MemoryPlan
+from ..schedule import align_up
 from .literals import array_rows, c_float, c_float_decimal, c_int
 from .names import Namer, comment_text
 
@@ -166,10 +167,6 @@ class _KernelConstants:
                                  "qualifier": qualifier})
             self._index[key] = hit
         return hit
-
-
-def _aligned(n: int) -> int:
-    return -(-int(n) // ALIGNMENT) * ALIGNMENT
 
 
 def _hint(text: str) -> str:
@@ -410,8 +407,9 @@ class RecordBuilder:
             "kernel_arrays": self.kconst.arrays, "kernel_structs": self.kconst.structs,
             "kernels": sorted({c["kernel"] for f in (infer, train) if f for c in f["calls"]}),
             "uses_no_scratch": self.uses_no_scratch, "arena_binds": list(self.arena_binds),
-            "constant_bytes": sum(_aligned(c["_data"].nbytes) for c in self.constants.values()),
-            "image_bytes": sum(_aligned(i["bytes"]) for i in params["images"]),
+            "constant_bytes": sum(align_up(c["_data"].nbytes, ALIGNMENT)
+                                  for c in self.constants.values()),
+            "image_bytes": sum(align_up(i["bytes"], ALIGNMENT) for i in params["images"]),
         }
         self.identifiers = self._globals(ctx)
         return ctx

@@ -169,19 +169,30 @@ def _digits(text: str) -> int | None:
     return -int(body) if text.startswith("-") else int(body)
 
 
-def _optimizer(source: str, d: Any) -> Optimizer:
+def _named(source: str, what: str, d: Any, keys: set[str]) -> dict:
+    """A mapping with a ``name`` and only ``keys`` (a plain string: just its name)."""
     if isinstance(d, str):
         d = {"name": d}
     if not isinstance(d, dict):
-        raise _err(source, f"optimizer must be a mapping, got {brief(d)}")
-    unknown = set(d) - _OPTIMIZER_KEYS
+        raise _err(source, f"{what} must be a mapping, got {brief(d)}")
+    unknown = set(d) - keys
     if unknown:
-        raise _err(source, f"unknown optimizer key(s) {_key_list(unknown)}")
+        raise _err(source, f"unknown {what} key(s) {_key_list(unknown)}")
+    return d
+
+
+def _choice(source: str, what: str, name: Any, choices: tuple[str, ...]) -> None:
+    """``name`` is one of ``choices``."""
+    if name not in choices:
+        raise _err(source, f"unknown {what} {brief(name)} (choose from {', '.join(choices)})")
+
+
+def _optimizer(source: str, d: Any) -> Optimizer:
+    d = _named(source, "optimizer", d, _OPTIMIZER_KEYS)
     name = d.get("name", "sgd")
     if name == "momentum":
         name, d = "sgd", {**d, "momentum": d.get("momentum", 0.9)}
-    if name not in OPTIMIZERS:
-        raise _err(source, f"unknown optimizer {brief(name)} (choose from {', '.join(OPTIMIZERS)})")
+    _choice(source, "optimizer", name, OPTIMIZERS)
     kw = {k: _number(source, k, v, 0.0) for k, v in d.items() if k != "name"}
     if np.float32(kw.get("lr", 0.01)) <= 0:
         raise _err(source, f"lr must be > 0 (as a float32), got {kw['lr']}")
@@ -192,16 +203,9 @@ def _optimizer(source: str, d: Any) -> Optimizer:
 
 
 def _schedule(source: str, d: Any) -> Schedule:
-    if isinstance(d, str):
-        d = {"name": d}
-    if not isinstance(d, dict):
-        raise _err(source, f"schedule must be a mapping, got {brief(d)}")
-    unknown = set(d) - _SCHEDULE_KEYS
-    if unknown:
-        raise _err(source, f"unknown schedule key(s) {_key_list(unknown)}")
+    d = _named(source, "schedule", d, _SCHEDULE_KEYS)
     name = d.get("name", "constant")
-    if name not in SCHEDULES:
-        raise _err(source, f"unknown schedule {brief(name)} (choose from {', '.join(SCHEDULES)})")
+    _choice(source, "schedule", name, SCHEDULES)
     kw: dict[str, Any] = {}
     for k in ("step_size", "warmup_steps", "total_steps"):
         if k in d:
@@ -262,8 +266,7 @@ def spec_from_dict(d: Any, source: str = "<spec>") -> TrainSpec:
     if unknown:
         raise _err(source, f"unknown key(s) {_key_list(unknown)} (known: {sorted(_TOP_KEYS)})")
     loss = d.get("loss", "cross_entropy")
-    if loss not in LOSSES:
-        raise _err(source, f"unknown loss {brief(loss)} (choose from {', '.join(LOSSES)})")
+    _choice(source, "loss", loss, LOSSES)
     tr = d.get("trainable")
     if tr is None or tr == [] or tr == {}:
         raise _err(source, "the trainable set is empty")

@@ -54,6 +54,17 @@ class IntegerSetup:
     weight: np.ndarray                # int64 copy of the weights
 
 
+def output_multipliers(s_in: float, w_scales: np.ndarray, s_out: float, n: int,
+                       per_tensor_fc: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The requantization of an int8 conv / FC: ``n`` (multiplier, shift) pairs (int64) of
+    s_in * s_w[o] / s_out, from one weight scale or one per output channel."""
+    if per_tensor_fc and w_scales.size == 1 and FC_PER_TENSOR_FLOAT32_PRODUCT:
+        real = np.array([float(np.float32(s_in) * w_scales[0]) / s_out])
+    else:
+        real = np.float64(s_in) * w_scales.astype(np.float64) / np.float64(s_out)
+    return nx.quantize_multipliers(np.broadcast_to(real, (n,)))
+
+
 def _integer_setup(view: OpView, per_tensor_fc: bool, abs_sums: np.ndarray) -> IntegerSetup:
     """Multipliers, bias, clamp and the exact compute type for an int8 conv/FC."""
     x, w_t, b_t, out = view.x(), view.input(1), view.input(2), view.out()
@@ -70,11 +81,7 @@ def _integer_setup(view: OpView, per_tensor_fc: bool, abs_sums: np.ndarray) -> I
     w_scales = w_t.quant.scale
     if w_scales.size not in (1, n_out):
         raise view.error(f"weight has {w_scales.size} scales for {n_out} output channels")
-    if per_tensor_fc and w_scales.size == 1 and FC_PER_TENSOR_FLOAT32_PRODUCT:
-        real = np.array([float(np.float32(s_in) * w_scales[0]) / s_out])
-    else:
-        real = np.float64(s_in) * w_scales.astype(np.float64) / np.float64(s_out)
-    m, s = nx.quantize_multipliers(np.broadcast_to(real, (n_out,)))
+    m, s = output_multipliers(s_in, w_scales, s_out, n_out, per_tensor_fc)
     bias = None
     if b_t is not None:
         bias = view.const(2).astype(np.int64).reshape(-1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .. import numerics as nx
@@ -27,23 +29,31 @@ def _float_clamp(v: np.ndarray, activation: str) -> np.ndarray:
     return np.clip(v, np.float32(lo), np.float32(hi))
 
 
-def build_add(view: OpView) -> Kernel:
+def _build_binary(view: OpView, float_op: Callable[..., np.ndarray],
+                  build_int8: Callable[..., Kernel]) -> Kernel:
+    """add / mul: float32 ``float_op`` then the fused activation's clamp; int8 the kernel of
+    ``build_int8((s1, zp1), (s2, zp2), (s_out, zp_out), (lo, hi))``: the quantization of both
+    inputs and the output, and the clamp range of the fused activation."""
     activation = view.attr("activation", "none")
     if _binary_dtype(view) == "float32":
-        def add_f32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-            return _float_clamp(np.add(a, b, dtype=np.float32), activation)
-        return add_f32
+        def binary_f32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            return _float_clamp(float_op(a, b, dtype=np.float32), activation)
+        return binary_f32
 
     b_t = view.input(1)
     assert b_t is not None
-    s1, zp1 = view.quant(view.x())
-    s2, zp2 = view.quant(b_t)
+    q1, q2 = view.quant(view.x()), view.quant(b_t)
     s_out, zp_out = view.quant(view.out())
+    return build_int8(q1, q2, (s_out, zp_out), nx.activation_range(activation, s_out, zp_out))
+
+
+def _add_int8(q1: tuple[float, int], q2: tuple[float, int], q_out: tuple[float, int],
+              clamp: tuple[int, int]) -> Kernel:
+    (s1, zp1), (s2, zp2), (s_out, zp_out), (lo, hi) = q1, q2, q_out, clamp
     twice_max = 2.0 * float(max(np.float32(s1), np.float32(s2)))
     m1, sh1 = nx.quantize_multiplier(s1 / twice_max)
     m2, sh2 = nx.quantize_multiplier(s2 / twice_max)
     m_out, sh_out = nx.quantize_multiplier(twice_max / ((1 << _ADD_LEFT_SHIFT) * s_out))
-    lo, hi = nx.activation_range(activation, s_out, zp_out)
     mbqm = nx.multiply_by_quantized_multiplier
 
     def add_int8(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -54,26 +64,24 @@ def build_add(view: OpView) -> Kernel:
     return add_int8
 
 
-def build_mul(view: OpView) -> Kernel:
-    activation = view.attr("activation", "none")
-    if _binary_dtype(view) == "float32":
-        def mul_f32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-            return _float_clamp(np.multiply(a, b, dtype=np.float32), activation)
-        return mul_f32
-
-    b_t = view.input(1)
-    assert b_t is not None
-    s1, zp1 = view.quant(view.x())
-    s2, zp2 = view.quant(b_t)
-    s_out, zp_out = view.quant(view.out())
+def _mul_int8(q1: tuple[float, int], q2: tuple[float, int], q_out: tuple[float, int],
+              clamp: tuple[int, int]) -> Kernel:
+    (s1, zp1), (s2, zp2), (s_out, zp_out), (lo, hi) = q1, q2, q_out, clamp
     m, sh = nx.quantize_multiplier(s1 * s2 / s_out)
-    lo, hi = nx.activation_range(activation, s_out, zp_out)
 
     def mul_int8(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         prod = (a.astype(np.int64) - zp1) * (b.astype(np.int64) - zp2)
         q = nx.multiply_by_quantized_multiplier(prod, m, sh) + zp_out
         return np.clip(q, lo, hi).astype(np.int8)
     return mul_int8
+
+
+def build_add(view: OpView) -> Kernel:
+    return _build_binary(view, np.add, _add_int8)
+
+
+def build_mul(view: OpView) -> Kernel:
+    return _build_binary(view, np.multiply, _mul_int8)
 
 
 def build_relu(view: OpView) -> Kernel:

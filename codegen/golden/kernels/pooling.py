@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
+from ...ir import OpView as IROpView
 from .. import numerics as nx
 from .common import Kernel, OpView, dtype_limits, pad_hw, pair, quad, tap
 
@@ -20,16 +23,36 @@ def _pool_setup(view: OpView):
     out_hw = view.out().shape[1:3]
     activation = view.attr("activation", "none")
     if dtype == "int8":
-        s_in, zp_in = view.quant(view.x())
-        s_out, zp_out = view.quant(view.out())
-        # TFLM's Prepare: pooling does not requantize.
-        if abs(np.float32(s_in) - np.float32(s_out)) > 1e-6 or zp_in != zp_out:
-            raise view.error(f"int8 pooling needs equal input and output quantization, got "
-                             f"scale {s_in:g} zp {zp_in} -> scale {s_out:g} zp {zp_out}")
-        lo, hi = nx.activation_range(activation, s_out, zp_out, *dtype_limits(dtype))
+        lo, hi = int8_pool_range(view, activation)
     else:
         lo, hi = nx.float_activation_range(activation)
     return dtype, kernel, stride, padding, out_hw, activation, lo, hi
+
+
+def int8_pool_range(view: IROpView, activation: str) -> tuple[int, int]:
+    """int8 pooling: the clamp range of its fused activation, once the input and the output
+    have one quantization (TFLM's Prepare: pooling does not requantize)."""
+    s_in, zp_in = view.quant(view.x())
+    s_out, zp_out = view.quant(view.out())
+    if abs(np.float32(s_in) - np.float32(s_out)) > 1e-6 or zp_in != zp_out:
+        raise view.error(f"int8 pooling needs equal input and output quantization, got "
+                         f"scale {s_in:g} zp {zp_in} -> scale {s_out:g} zp {zp_out}")
+    return nx.activation_range(activation, s_out, zp_out)
+
+
+def int8_mean_requant(view: IROpView, axes: Sequence[int]) -> tuple[int, int, int]:
+    """int8 mean over ``axes``: (n, multiplier, shift), n the number of values averaged and
+    the multiplier of s_in / (s_out * n) (TFLM's QuantizedMeanOrSum folds 1/n into the
+    multiplier of s_in / s_out)."""
+    x = view.x()
+    s_in, _ = view.quant(x)
+    s_out, _ = view.quant(view.out())
+    multiplier, shift = nx.quantize_multiplier(float(np.float64(s_in) / np.float64(s_out)))
+    n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    if n == 0:
+        raise view.error("mean over an empty axis")
+    extra = min(n.bit_length() - 1, 32, 31 + shift)
+    return n, (multiplier << extra) // n, shift - extra
 
 
 def _window_sum(xp: np.ndarray, kernel, out_hw, stride) -> np.ndarray:
@@ -115,16 +138,8 @@ def build_mean(view: OpView) -> Kernel:
     if out.dtype != "int8":
         raise view.error(f"input is int8 but output is {out.dtype}")
 
-    s_in, zp_in = view.quant(x)
-    s_out, zp_out = view.quant(out)
-    multiplier, shift = nx.quantize_multiplier(float(np.float64(s_in) / np.float64(s_out)))
-    n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-    if n == 0:
-        raise view.error("mean over an empty axis")
-    # TFLM folds 1/n into the multiplier (QuantizedMeanOrSum).
-    extra = min(n.bit_length() - 1, 32, 31 + shift)
-    multiplier = (multiplier << extra) // n
-    shift -= extra
+    n, multiplier, shift = int8_mean_requant(view, axes)
+    zp_in, zp_out = view.quant(x)[1], view.quant(out)[1]
     lo, hi = dtype_limits(out.dtype)
 
     def mean_int8(v: np.ndarray) -> np.ndarray:

@@ -7,8 +7,12 @@ applied here as the usual clamp.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
+from ...ir import OpView as IROpView
+from ...ir import Tensor
 from .. import numerics as nx
 from .common import Kernel, OpView
 
@@ -55,15 +59,7 @@ def build_concat(view: OpView) -> Kernel:
     if out.dtype == "float32":
         lo, hi = nx.float_activation_range(activation)
     elif out.dtype == "int8":
-        s_out, zp_out = view.quant(out)
-        for t in ins:
-            s, zp = view.quant(t)
-            if np.float32(s) != np.float32(s_out) or zp != zp_out:
-                # TFLM's int8 CONCATENATION does not rescale: its Prepare rejects this.
-                raise view.error(f"int8 concat needs equal quantization on every input and the "
-                                 f"output; input {t.name!r} has scale {s:g} zp {zp}, output "
-                                 f"scale {s_out:g} zp {zp_out}")
-        lo, hi = nx.activation_range(activation, s_out, zp_out)
+        lo, hi = int8_concat_range(view, ins, activation)
     else:
         raise view.unsupported_dtype(out.dtype)
 
@@ -76,3 +72,16 @@ def build_concat(view: OpView) -> Kernel:
             result = np.clip(result, lo, hi).astype(result.dtype)
         return result
     return concat
+
+
+def int8_concat_range(view: IROpView, ins: Sequence[Tensor], activation: str) -> tuple[int, int]:
+    """int8 concat: the clamp range of its fused activation, once every input has the output's
+    quantization (TFLM's int8 CONCATENATION does not rescale: its Prepare rejects this)."""
+    s_out, zp_out = view.quant(view.out())
+    for t in ins:
+        s, zp = view.quant(t)
+        if np.float32(s) != np.float32(s_out) or zp != zp_out:
+            raise view.error(f"int8 concat needs equal quantization on every input and the "
+                             f"output; input {t.name!r} has scale {s:g} zp {zp}, output "
+                             f"scale {s_out:g} zp {zp_out}")
+    return nx.activation_range(activation, s_out, zp_out)
