@@ -16,7 +16,9 @@ Short forms (``--train``): ``bias:last4``, ``weight:last2``, ``weight:last2@0.25
 ratio), ``bias:all``, ``all``, ``bias:3..7`` (an index range), ``bias:conv.last2`` /
 ``weight:dwconv.all`` (a kind, then the selection among the layers of that kind); join several
 with ``+`` and add options after commas:
-``bias:all+weight:last2,opt=momentum,lr=0.05,backward=int8``. docs/training.md ("Training
+``bias:all+weight:last2,opt=momentum,lr=0.05,backward=int8``, with a schedule
+``...,schedule=cosine,total_steps=1000,warmup_steps=50,min_lr=0.0001`` (``step_size``,
+``gamma`` for ``step``). docs/training.md ("Training
 specs") is the user's reference of both forms.
 
 Layers are the parametric ops (conv2d, depthwise_conv2d, fully_connected) in execution order; a
@@ -339,6 +341,7 @@ def parse_short(text: str) -> TrainSpec:
     head, *opts = text.split(",")
     d: dict[str, Any] = {"trainable": [_short_rule(source, t) for t in head.split("+") if t]}
     opt: dict[str, Any] = {}
+    sched: dict[str, Any] = {}
     for kv in opts:
         if "=" not in kv:
             raise _err(source, f"option {brief(kv)} is not key=value")
@@ -350,6 +353,15 @@ def parse_short(text: str) -> TrainSpec:
                 opt[k] = float(v)
             except ValueError:
                 raise _err(source, f"{k}={brief(v)} is not a number") from None
+        elif k == "schedule":
+            sched["name"] = v
+        elif k in ("step_size", "warmup_steps", "total_steps"):
+            sched[k] = v if _digits(v) is None else _digits(v)
+        elif k in ("gamma", "min_lr"):
+            try:
+                sched[k] = float(v)
+            except ValueError:
+                raise _err(source, f"{k}={brief(v)} is not a number") from None
         elif k in ("loss", "backward", "master_weights"):
             d[k] = v
         elif k == "accumulate":
@@ -357,6 +369,8 @@ def parse_short(text: str) -> TrainSpec:
         else:
             raise _err(source, f"unknown option {brief(k)}")
     d["optimizer"] = opt
+    if sched:
+        d["schedule"] = sched
     return spec_from_dict(d, source)
 
 

@@ -480,13 +480,29 @@ def test_unreachable_trainable_layer_is_a_spec_error():
     "bias:last2,momentum=1.5",
     "nope:last2",
     "bias:last2,accumulate=0",
-    "bias:last2,schedule=cosine",   # schedules are YAML only
+    "bias:last2,schedule=cosine",   # cosine needs total_steps
+    "bias:last2,schedule=cosine,total_steps=x",
+    "bias:last2,schedule=cosine,total_steps=10,min_lr=lots",
+    "bias:last2,schedule=sometimes",
 ])
 def test_short_spec_errors_are_one_line(text):
     with pytest.raises(SpecError) as e:
         load_spec(text)
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith("--train")
+
+
+def test_short_form_schedules_equal_yaml(tmp_path):
+    for short, yaml_sched in [
+            ("schedule=cosine,total_steps=100,warmup_steps=10,min_lr=0.001",
+             "{name: cosine, total_steps: 100, warmup_steps: 10, min_lr: 0.001}"),
+            ("schedule=step,step_size=20,gamma=0.5", "{name: step, step_size: 20, gamma: 0.5}"),
+            ("schedule=warmup,warmup_steps=5", "{name: warmup, warmup_steps: 5}")]:
+        p = tmp_path / "s.yaml"
+        p.write_text(f"trainable: [{{layers: last 2, params: bias}}]\n"
+                     f"optimizer: {{name: sgd, lr: 0.01}}\nschedule: {yaml_sched}\n")
+        a, b = load_spec(f"bias:last2,lr=0.01,{short}"), load_spec(str(p))
+        assert a.schedule == b.schedule and a.schedule.name != "constant"
 
 
 @pytest.mark.parametrize("yaml_text,words", [
