@@ -133,11 +133,18 @@ def write_project(rendered: RenderedProject, directory: str | Path, *, force: bo
         path.write_bytes(data)
         changed = True
     if old is not None:
+        root = d.resolve()
         for rel in old.get("files", []):
-            if rel not in rendered.files and isinstance(rel, str) and ".." not in rel:
-                stale = d / rel
-                if stale.is_file():
-                    stale.unlink()
+            if rel in rendered.files or not isinstance(rel, str):
+                continue
+            stale = d / rel
+            # only files inside the project: never an absolute path, a '..' or a symlinked
+            # directory out of it (the manifest is a file anyone could have edited)
+            if (Path(rel).is_absolute() or ".." in Path(rel).parts
+                    or not stale.resolve().is_relative_to(root)):
+                continue
+            if stale.is_file():
+                stale.unlink()
         if changed and old.get("prefix") != rendered.manifest["prefix"]:
             for build in d.glob("build*"):
                 if build.is_dir():
