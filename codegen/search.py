@@ -435,10 +435,11 @@ def weight_units(graph: Graph, layers: Sequence[Any], ratios: Sequence[float] = 
                  ) -> list[tuple[int, float]]:
     """(layer, ratio) pairs worth a fine-tune: per layer, ratios that select a different
     number of channels (``ceil(r * C)``) than a smaller ratio does."""
+    from .ir import weight_axis
+
     out = []
     for i, op in enumerate(layers):
-        w = graph.tensors[op.inputs[1]]
-        c = w.shape[3] if op.type == "depthwise_conv2d" else w.shape[0]
+        c = graph.tensors[op.inputs[1]].shape[weight_axis(op.type)]
         seen: set[int] = set()
         for r in ratios:
             n = math.ceil(r * c)

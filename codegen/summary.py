@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .ir import Graph, Op, Role, Tensor
+from .ir import PARAMETRIC_OPS, Graph, Op, Role, Tensor
 
 
 def op_macs(graph: Graph, op: Op) -> int:
@@ -35,7 +35,7 @@ def kernel_macs(graph: Graph, op: Op) -> int:
     if base or not op.type.endswith(("_grad_input", "_grad_weight")):
         return base
     fwd = next((o for o in graph.ops if o.name == op.attrs.get("forward")), None)
-    if fwd is None or fwd.type not in ("conv2d", "depthwise_conv2d", "fully_connected"):
+    if fwd is None or fwd.type not in PARAMETRIC_OPS:
         return 0
     macs = op_macs(graph, fwd)
     if op.type.endswith("_grad_weight"):

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import MAX_ELEMENTS, QuantParams, Role, conv_out_size
+from ..ir import MAX_ELEMENTS, QuantParams, Role, conv_out_size, int8_output_params, weight_axis
 from .onnx_layout import (
     broadcast_constant,
     chw_to_hwc_columns,
@@ -30,8 +30,8 @@ from .onnx_layout import (
 )
 from .onnx_quant import QConst, asymmetric_constant, onnx_quantize, quantize_bias, symmetric_weights
 
-# TFLite's int8 softmax output parameters (scale 1/256, zero point -128).
-SOFTMAX_OUTPUT = QuantParams(np.array([1.0 / 256], np.float32), np.array([-128], np.int64))
+# TFLite's int8 softmax output parameters (scale 1/256, zero point -128: OpSpec.int8_output).
+SOFTMAX_OUTPUT = int8_output_params("softmax")
 
 # -- values -----------------------------------------------------------------------------------
 
@@ -281,7 +281,7 @@ class LayerConverters:
             attrs["depth_multiplier"] = mult
         ir_w = ((lambda arr: arr.transpose(0, 2, 3, 1)) if mult is None
                 else (lambda arr: arr.transpose(1, 2, 3, 0)))
-        w_axis = 0 if mult is None else 3
+        w_axis = weight_axis(op_type)
         if out_q is not None:
             attrs["activation"] = self._int8_activation(ch.activation, out_q)
             wq = self._int8_weight(w, "the weight")

@@ -47,7 +47,7 @@ import numpy as np
 
 from .. import __version__
 from ..errors import ModelError
-from ..ir import Graph, Op, Tensor, free_name, verify
+from ..ir import FORWARD_OPS, Graph, Op, Tensor, free_name, verify
 from .onnx_layout import reshape_is_plain, same_order
 
 __all__ = ["ONNX_OPSET", "check_onnx_export", "write_onnx"]
@@ -57,9 +57,6 @@ ONNX_IR_VERSION = 8                # what onnxruntime of any recent version acce
 NHWC_TO_NCHW = (0, 3, 1, 2)        # transpose permutation of data
 IR_TO_ONNX_AXIS = (0, 2, 3, 1)     # IR (NHWC) axis a -> ONNX (NCHW) axis IR_TO_ONNX_AXIS[a]
 ACTIVATION_CLIPS = {"relu6": (0.0, 6.0), "relu_n1_to_1": (-1.0, 1.0)}
-SUPPORTED = ("conv2d", "depthwise_conv2d", "fully_connected", "avg_pool2d", "max_pool2d",
-             "add", "mul", "reshape", "softmax", "mean", "pad", "concat", "quantize", "relu",
-             "relu6")
 
 
 def write_onnx(graph: Graph) -> bytes:
@@ -543,3 +540,8 @@ class _Writer:
         pre = self.pre(out)
         self.activation(op, "relu6", x, pre)
         self.output(op, pre)
+
+
+# The ops that can be exported: those with an ``op_<type>`` method of _Writer, in FORWARD_OPS
+# order (not dequantize: its float output has no place in an int8 QDQ export).
+SUPPORTED = tuple(t for t in FORWARD_OPS if hasattr(_Writer, f"op_{t}"))

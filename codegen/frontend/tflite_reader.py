@@ -28,6 +28,7 @@ Mapping:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
@@ -35,7 +36,17 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError
-from ..ir import MAX_ELEMENTS, Graph, Op, QuantParams, Role, Tensor, same_padding, verify
+from ..ir import (
+    MAX_ELEMENTS,
+    PARAMETRIC_OPS,
+    Graph,
+    Op,
+    QuantParams,
+    Role,
+    Tensor,
+    same_padding,
+    verify,
+)
 from .checked_flatbuffer import FlatBuffer, FlatBufferError, Table
 from .tflite_schema import (
     ACTIVATION_NAMES,
@@ -56,7 +67,8 @@ from .tflite_schema import (
 
 MAX_RANK = 8
 _NARROW_INTS = ("int8", "uint8", "int16")
-_WEIGHTED = ("conv2d", "depthwise_conv2d", "fully_connected")
+# What a converter gives: the op's attributes and its input tensor names.
+_Converted = tuple[dict[str, Any], tuple[str, ...]]
 
 
 class _Invalid(Exception):
@@ -401,10 +413,10 @@ class _Importer:
         ctx = _OpContext(self, k, name, OPCODE_NAMES[code], t, code, ins, outs)
         op = ctx.convert(op_type)
         for slot, role in ((1, Role.WEIGHT), (2, Role.BIAS)):
-            if op_type in _WEIGHTED and len(ins) > slot and ins[slot] >= 0 \
+            if op_type in PARAMETRIC_OPS and len(ins) > slot and ins[slot] >= 0 \
                     and self._tensor(ins[slot]).data is not None:
                 roles.setdefault(ins[slot], role)
-        if op_type in _WEIGHTED and self._tensor(ins[0]).dtype == "float32":
+        if op_type in PARAMETRIC_OPS and self._tensor(ins[0]).dtype == "float32":
             w = self._tensor(ins[1])
             if w.data is not None and w.dtype in ("int8", "uint8", "int16"):
                 if w.quant is None:
@@ -520,100 +532,109 @@ class _OpContext:
     def convert(self, op_type: str) -> Op:
         if len(self.outs) != 1:
             raise self.fail(f"has {len(self.outs)} outputs, expected 1")
-        attrs: dict[str, Any]
-        inputs: tuple[str, ...]
         opts = self.options()
-        if op_type in ("conv2d", "depthwise_conv2d"):
-            self.need_inputs(2, 3)
-            w = self.rank4(1, "weight")
-            s = Slot.Conv2D if op_type == "conv2d" else Slot.DepthwiseConv2D
-            dh = 1 if opts is None else opts.scalar(s.DILATION_H, "i32", 1)
-            dw = 1 if opts is None else opts.scalar(s.DILATION_W, "i32", 1)
-            attrs = self.window(opts, s.PADDING, s.STRIDE_W, s.STRIDE_H, w[1], w[2], dh, dw)
-            attrs["dilation"] = (dh, dw)
-            attrs["activation"] = self.activation(opts, s.ACTIVATION)
-            if op_type == "depthwise_conv2d":
-                c = self.tensor(0).shape[3]
-                if c > 0 and w[3] % c == 0:
-                    attrs["depth_multiplier"] = w[3] // c
-                else:
-                    attrs["depth_multiplier"] = (
-                        1 if opts is None else opts.scalar(s.DEPTH_MULTIPLIER, "i32", 1))
-            inputs = self.names(list(range(len(self.ins))))
-        elif op_type == "fully_connected":
-            self.need_inputs(2, 3)
-            s = Slot.FullyConnected
-            fmt = 0 if opts is None else opts.scalar(s.WEIGHTS_FORMAT, "i8", 0)
-            if fmt != 0:
-                raise self.fail(f"unsupported weights format {fmt} (only DEFAULT)")
-            attrs = {"activation": self.activation(opts, s.ACTIVATION),
-                     "keep_num_dims": False if opts is None
-                     else opts.scalar(s.KEEP_NUM_DIMS, "bool", False)}
-            inputs = self.names(list(range(len(self.ins))))
-        elif op_type in ("avg_pool2d", "max_pool2d"):
-            self.need_inputs(1, 1)
-            s = Slot.Pool2D
-            fh = 0 if opts is None else opts.scalar(s.FILTER_H, "i32", 0)
-            fw = 0 if opts is None else opts.scalar(s.FILTER_W, "i32", 0)
-            attrs = self.window(opts, s.PADDING, s.STRIDE_W, s.STRIDE_H, fh, fw)
-            attrs["filter"] = (fh, fw)
-            attrs["activation"] = self.activation(opts, s.ACTIVATION)
-            inputs = self.names([0])
-        elif op_type in ("add", "mul"):
-            self.need_inputs(2, 2)
-            attrs = {"activation": self.activation(opts, 0)}
-            inputs = self.names([0, 1])
-        elif op_type == "reshape":
-            self.need_inputs(1, 2)
-            attrs = {"shape": self.imp._tensor(self.outs[0]).shape}
-            inputs = self.names([0])
-        elif op_type == "softmax":
-            self.need_inputs(1, 1)
-            beta = 0.0 if opts is None else opts.scalar(Slot.Softmax.BETA, "f32", 0.0)
-            if not np.isfinite(beta):
-                raise self.fail(f"invalid beta {beta}")
-            attrs = {"beta": float(beta)}
-            inputs = self.names([0])
-        elif op_type == "mean":
-            self.need_inputs(2, 2)
-            rank = len(self.tensor(0).shape)
-            axes = self.constant(1, "axis").reshape(-1).tolist()
-            if any(not -rank <= a < rank for a in axes):
-                raise self.fail(f"axis {axes} outside input rank {rank}")
-            attrs = {"axes": tuple(sorted({a % rank for a in axes})),
-                     "keep_dims": False if opts is None
-                     else opts.scalar(Slot.Reducer.KEEP_DIMS, "bool", False)}
-            inputs = self.names([0])
-        elif op_type == "pad":
-            is_v2 = self.code == BuiltinOperator.PADV2
-            self.need_inputs(2, 3 if is_v2 else 2)
-            rank = len(self.tensor(0).shape)
-            pads = self.constant(1, "paddings")
-            if pads.shape != (rank, 2):
-                raise self.fail(f"paddings have shape {list(pads.shape)}, expected "
-                                f"[{rank}, 2]")
-            if np.any(pads < 0) or np.any(pads > MAX_ELEMENTS):
-                raise self.fail(f"invalid paddings {pads.tolist()}")
-            if is_v2 and len(self.ins) > 2 and self.ins[2] >= 0:
-                self.pad_value_kind()
-            attrs = {"pads": tuple((int(a), int(b)) for a, b in pads.tolist())}
-            inputs = self.names([0])
-        elif op_type == "concat":
-            self.need_inputs(1, 64)
-            rank = len(self.imp._tensor(self.outs[0]).shape)
-            axis = 0 if opts is None else opts.scalar(Slot.Concatenation.AXIS, "i32", 0)
-            if not -rank <= axis < rank:
-                raise self.fail(f"axis {axis} outside output rank {rank}")
-            attrs = {"axis": axis % rank,
-                     "activation": self.activation(opts, Slot.Concatenation.ACTIVATION)}
-            inputs = self.names(list(range(len(self.ins))))
-        else:  # quantize, dequantize, relu, relu6
-            self.need_inputs(1, 1)
-            attrs = {}
-            inputs = self.names([0])
+        attrs, inputs = CONVERTERS[op_type](self, op_type, opts)
         if "" in inputs[:1]:
             raise self.fail("input 0 is missing")
         return Op(op_type, self.name, inputs, (self.imp.names[self.outs[0]],), attrs)
+
+    # -- one converter per IR op type (CONVERTERS): (op type, options) -> (attrs, inputs) ----
+    def conv(self, op_type: str, opts: Table | None) -> _Converted:
+        """conv2d, depthwise_conv2d."""
+        self.need_inputs(2, 3)
+        w = self.rank4(1, "weight")
+        s = Slot.Conv2D if op_type == "conv2d" else Slot.DepthwiseConv2D
+        dh = 1 if opts is None else opts.scalar(s.DILATION_H, "i32", 1)
+        dw = 1 if opts is None else opts.scalar(s.DILATION_W, "i32", 1)
+        attrs = self.window(opts, s.PADDING, s.STRIDE_W, s.STRIDE_H, w[1], w[2], dh, dw)
+        attrs["dilation"] = (dh, dw)
+        attrs["activation"] = self.activation(opts, s.ACTIVATION)
+        if op_type == "depthwise_conv2d":
+            c = self.tensor(0).shape[3]
+            if c > 0 and w[3] % c == 0:
+                attrs["depth_multiplier"] = w[3] // c
+            else:
+                attrs["depth_multiplier"] = (
+                    1 if opts is None else opts.scalar(s.DEPTH_MULTIPLIER, "i32", 1))
+        return attrs, self.names(list(range(len(self.ins))))
+
+    def fully_connected(self, op_type: str, opts: Table | None) -> _Converted:
+        self.need_inputs(2, 3)
+        s = Slot.FullyConnected
+        fmt = 0 if opts is None else opts.scalar(s.WEIGHTS_FORMAT, "i8", 0)
+        if fmt != 0:
+            raise self.fail(f"unsupported weights format {fmt} (only DEFAULT)")
+        attrs = {"activation": self.activation(opts, s.ACTIVATION),
+                 "keep_num_dims": False if opts is None
+                 else opts.scalar(s.KEEP_NUM_DIMS, "bool", False)}
+        return attrs, self.names(list(range(len(self.ins))))
+
+    def pool(self, op_type: str, opts: Table | None) -> _Converted:
+        """avg_pool2d, max_pool2d."""
+        self.need_inputs(1, 1)
+        s = Slot.Pool2D
+        fh = 0 if opts is None else opts.scalar(s.FILTER_H, "i32", 0)
+        fw = 0 if opts is None else opts.scalar(s.FILTER_W, "i32", 0)
+        attrs = self.window(opts, s.PADDING, s.STRIDE_W, s.STRIDE_H, fh, fw)
+        attrs["filter"] = (fh, fw)
+        attrs["activation"] = self.activation(opts, s.ACTIVATION)
+        return attrs, self.names([0])
+
+    def binary(self, op_type: str, opts: Table | None) -> _Converted:
+        """add, mul."""
+        self.need_inputs(2, 2)
+        return {"activation": self.activation(opts, 0)}, self.names([0, 1])
+
+    def reshape(self, op_type: str, opts: Table | None) -> _Converted:
+        self.need_inputs(1, 2)
+        return {"shape": self.imp._tensor(self.outs[0]).shape}, self.names([0])
+
+    def softmax(self, op_type: str, opts: Table | None) -> _Converted:
+        self.need_inputs(1, 1)
+        beta = 0.0 if opts is None else opts.scalar(Slot.Softmax.BETA, "f32", 0.0)
+        if not np.isfinite(beta):
+            raise self.fail(f"invalid beta {beta}")
+        return {"beta": float(beta)}, self.names([0])
+
+    def mean(self, op_type: str, opts: Table | None) -> _Converted:
+        self.need_inputs(2, 2)
+        rank = len(self.tensor(0).shape)
+        axes = self.constant(1, "axis").reshape(-1).tolist()
+        if any(not -rank <= a < rank for a in axes):
+            raise self.fail(f"axis {axes} outside input rank {rank}")
+        attrs = {"axes": tuple(sorted({a % rank for a in axes})),
+                 "keep_dims": False if opts is None
+                 else opts.scalar(Slot.Reducer.KEEP_DIMS, "bool", False)}
+        return attrs, self.names([0])
+
+    def pad(self, op_type: str, opts: Table | None) -> _Converted:
+        is_v2 = self.code == BuiltinOperator.PADV2
+        self.need_inputs(2, 3 if is_v2 else 2)
+        rank = len(self.tensor(0).shape)
+        pads = self.constant(1, "paddings")
+        if pads.shape != (rank, 2):
+            raise self.fail(f"paddings have shape {list(pads.shape)}, expected "
+                            f"[{rank}, 2]")
+        if np.any(pads < 0) or np.any(pads > MAX_ELEMENTS):
+            raise self.fail(f"invalid paddings {pads.tolist()}")
+        if is_v2 and len(self.ins) > 2 and self.ins[2] >= 0:
+            self.pad_value_kind()
+        return {"pads": tuple((int(a), int(b)) for a, b in pads.tolist())}, self.names([0])
+
+    def concat(self, op_type: str, opts: Table | None) -> _Converted:
+        self.need_inputs(1, 64)
+        rank = len(self.imp._tensor(self.outs[0]).shape)
+        axis = 0 if opts is None else opts.scalar(Slot.Concatenation.AXIS, "i32", 0)
+        if not -rank <= axis < rank:
+            raise self.fail(f"axis {axis} outside output rank {rank}")
+        attrs = {"axis": axis % rank,
+                 "activation": self.activation(opts, Slot.Concatenation.ACTIVATION)}
+        return attrs, self.names(list(range(len(self.ins))))
+
+    def unary(self, op_type: str, opts: Table | None) -> _Converted:
+        """quantize, dequantize, relu, relu6: one input, no attributes."""
+        self.need_inputs(1, 1)
+        return {}, self.names([0])
 
     def pad_value_kind(self) -> None:
         """Classify PADV2's constant value: the zero point (a plain pad) or the lowest value
@@ -636,3 +657,24 @@ class _OpContext:
             "lowest" if lowest else "other",
             self.fail(f"padding with value {value} is not supported (only the zero point / 0.0, "
                       "or the lowest value directly before a VALID MAX_POOL_2D)"))
+
+
+# IR op type -> its converter (OPCODE_TO_IR gives the IR op type of a TFLite builtin).
+CONVERTERS: dict[str, Callable[[_OpContext, str, Table | None], _Converted]] = {
+    "conv2d": _OpContext.conv,
+    "depthwise_conv2d": _OpContext.conv,
+    "fully_connected": _OpContext.fully_connected,
+    "avg_pool2d": _OpContext.pool,
+    "max_pool2d": _OpContext.pool,
+    "add": _OpContext.binary,
+    "mul": _OpContext.binary,
+    "reshape": _OpContext.reshape,
+    "softmax": _OpContext.softmax,
+    "mean": _OpContext.mean,
+    "pad": _OpContext.pad,
+    "concat": _OpContext.concat,
+    "quantize": _OpContext.unary,
+    "dequantize": _OpContext.unary,
+    "relu": _OpContext.unary,
+    "relu6": _OpContext.unary,
+}

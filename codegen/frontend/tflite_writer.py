@@ -187,57 +187,93 @@ class _Lowering:
         return PADDING_SAME if pads == (pt, pb, pl, pr) else None
 
     def lower(self, op: Op) -> None:
+        LOWERINGS[op.type](self, op, [self.tensor_index(n) for n in op.inputs])
+
+    # -- one lowering per IR op type (LOWERINGS): (op, its input tensor indices) -------------
+    def conv(self, op: Op, ins: list[int]) -> None:
+        """conv2d, depthwise_conv2d."""
         a = op.attrs
-        t = op.type
-        ins = [self.tensor_index(n) for n in op.inputs]
-        if t in ("conv2d", "depthwise_conv2d"):
-            w = self.graph.tensors[op.inputs[1]].shape
-            dh, dw = a["dilation"]
-            padding = self.window_padding(op, w[1], w[2], dh, dw)
-            if padding is None:
-                ins[0] = self.pre_pad(op, ins[0], tuple(a["padding"]), None)
-                padding = PADDING_VALID
-            opts = {"padding": padding, "stride": a["stride"], "dilation": (dh, dw),
-                    "activation": a["activation"]}
-            if t == "depthwise_conv2d":
-                opts["depth_multiplier"] = a["depth_multiplier"]
-            self.emit(op, ins, opts)
-        elif t in ("avg_pool2d", "max_pool2d"):
-            fh, fw = a["filter"]
-            padding = self.window_padding(op, fh, fw)
-            if padding is None:
-                if t == "avg_pool2d":
-                    raise self.fail(op, f"explicit padding {tuple(a['padding'])} is neither SAME "
-                                        "nor VALID; TFLite AVERAGE_POOL_2D cannot express it")
-                x = self.tensors[ins[0]]
-                lowest = -np.finfo(np.float32).max if x.dtype == "float32" \
-                    else np.iinfo(x.dtype).min
-                ins[0] = self.pre_pad(op, ins[0], tuple(a["padding"]), lowest)
-                padding = PADDING_VALID
-            self.emit(op, ins, {"padding": padding, "stride": a["stride"], "filter": (fh, fw),
-                                "activation": a["activation"]})
-        elif t == "fully_connected":
-            self.emit(op, ins, {"activation": a["activation"],
-                                "keep_num_dims": bool(a["keep_num_dims"])})
-        elif t in ("add", "mul"):
-            self.emit(op, ins, {"activation": a["activation"]})
-        elif t == "reshape":
-            shape = [int(d) for d in a["shape"]]
-            self.emit(op, [ins[0], self.constant(op, "shape", np.array(shape, dtype=np.int32)
-                                                 .reshape(len(shape)))], {"new_shape": shape})
-        elif t == "softmax":
-            self.emit(op, ins, {"beta": float(a["beta"])})
-        elif t == "mean":
-            axes = [int(ax) for ax in a["axes"]]
-            self.emit(op, [ins[0], self.constant(op, "axis", np.array(axes, dtype=np.int32))],
-                      {"keep_dims": bool(a["keep_dims"])})
-        elif t == "pad":
-            pads = np.array([[int(p0), int(p1)] for p0, p1 in a["pads"]], dtype=np.int32)
-            self.emit(op, [ins[0], self.constant(op, "paddings", pads.reshape(-1, 2))])
-        elif t == "concat":
-            self.emit(op, ins, {"axis": int(a["axis"]), "activation": a["activation"]})
-        else:  # quantize, dequantize, relu, relu6
-            self.emit(op, ins)
+        w = self.graph.tensors[op.inputs[1]].shape
+        dh, dw = a["dilation"]
+        padding = self.window_padding(op, w[1], w[2], dh, dw)
+        if padding is None:
+            ins[0] = self.pre_pad(op, ins[0], tuple(a["padding"]), None)
+            padding = PADDING_VALID
+        opts = {"padding": padding, "stride": a["stride"], "dilation": (dh, dw),
+                "activation": a["activation"]}
+        if op.type == "depthwise_conv2d":
+            opts["depth_multiplier"] = a["depth_multiplier"]
+        self.emit(op, ins, opts)
+
+    def pool(self, op: Op, ins: list[int]) -> None:
+        """avg_pool2d, max_pool2d."""
+        a = op.attrs
+        fh, fw = a["filter"]
+        padding = self.window_padding(op, fh, fw)
+        if padding is None:
+            if op.type == "avg_pool2d":
+                raise self.fail(op, f"explicit padding {tuple(a['padding'])} is neither SAME "
+                                    "nor VALID; TFLite AVERAGE_POOL_2D cannot express it")
+            x = self.tensors[ins[0]]
+            lowest = -np.finfo(np.float32).max if x.dtype == "float32" \
+                else np.iinfo(x.dtype).min
+            ins[0] = self.pre_pad(op, ins[0], tuple(a["padding"]), lowest)
+            padding = PADDING_VALID
+        self.emit(op, ins, {"padding": padding, "stride": a["stride"], "filter": (fh, fw),
+                            "activation": a["activation"]})
+
+    def fully_connected(self, op: Op, ins: list[int]) -> None:
+        self.emit(op, ins, {"activation": op.attrs["activation"],
+                            "keep_num_dims": bool(op.attrs["keep_num_dims"])})
+
+    def with_activation(self, op: Op, ins: list[int]) -> None:
+        """add, mul."""
+        self.emit(op, ins, {"activation": op.attrs["activation"]})
+
+    def reshape(self, op: Op, ins: list[int]) -> None:
+        shape = [int(d) for d in op.attrs["shape"]]
+        self.emit(op, [ins[0], self.constant(op, "shape", np.array(shape, dtype=np.int32)
+                                             .reshape(len(shape)))], {"new_shape": shape})
+
+    def softmax(self, op: Op, ins: list[int]) -> None:
+        self.emit(op, ins, {"beta": float(op.attrs["beta"])})
+
+    def mean(self, op: Op, ins: list[int]) -> None:
+        axes = [int(ax) for ax in op.attrs["axes"]]
+        self.emit(op, [ins[0], self.constant(op, "axis", np.array(axes, dtype=np.int32))],
+                  {"keep_dims": bool(op.attrs["keep_dims"])})
+
+    def pad(self, op: Op, ins: list[int]) -> None:
+        pads = np.array([[int(p0), int(p1)] for p0, p1 in op.attrs["pads"]], dtype=np.int32)
+        self.emit(op, [ins[0], self.constant(op, "paddings", pads.reshape(-1, 2))])
+
+    def concat(self, op: Op, ins: list[int]) -> None:
+        self.emit(op, ins, {"axis": int(op.attrs["axis"]), "activation": op.attrs["activation"]})
+
+    def plain(self, op: Op, ins: list[int]) -> None:
+        """quantize, dequantize, relu, relu6: no options."""
+        self.emit(op, ins)
+
+
+# IR op type -> its lowering (IR_TO_OPCODE gives the builtin and its options table).
+LOWERINGS: dict[str, Callable[[_Lowering, Op, list[int]], None]] = {
+    "conv2d": _Lowering.conv,
+    "depthwise_conv2d": _Lowering.conv,
+    "fully_connected": _Lowering.fully_connected,
+    "avg_pool2d": _Lowering.pool,
+    "max_pool2d": _Lowering.pool,
+    "add": _Lowering.with_activation,
+    "mul": _Lowering.with_activation,
+    "reshape": _Lowering.reshape,
+    "softmax": _Lowering.softmax,
+    "mean": _Lowering.mean,
+    "pad": _Lowering.pad,
+    "concat": _Lowering.concat,
+    "quantize": _Lowering.plain,
+    "dequantize": _Lowering.plain,
+    "relu": _Lowering.plain,
+    "relu6": _Lowering.plain,
+}
 
 
 def write_tflite(graph: Graph) -> bytes:

@@ -54,7 +54,7 @@ import numpy as np
 
 from ..errors import ModelError, PockError
 from ..ir import Graph, Op, Tensor
-from ..ir.ops import UPDATE_INPUTS
+from ..ir.ops import UPDATE_INPUTS, UPDATE_OPS
 from . import train_conv as tc
 from . import train_grads as tg
 from . import train_loss as tl
@@ -453,7 +453,6 @@ TRAIN_KERNEL_BUILDERS: dict[str, Callable[[_View], Callable]] = {
     "adam_update": _b_update,
     "step_counter": _b_step_counter,
 }
-UPDATE_OP_TYPES = ("sgd_update", "adam_update", "step_counter")
 
 
 def build_train_kernel(graph: Graph, op: Op) -> TrainKernel:
@@ -468,4 +467,4 @@ def build_train_kernel(graph: Graph, op: Op) -> TrainKernel:
         msg = str(err)
         raise ModelError(msg if msg.startswith("op ") else f"op {op.name!r} ({op.type}): {msg}"
                          ) from None
-    return TrainKernel(op, run, op.type in UPDATE_OP_TYPES)
+    return TrainKernel(op, run, op.type in UPDATE_OPS)

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import PockError
 from ..ir import Graph, Op
-from ..ir.ops import UPDATE_INPUTS
+from ..ir.ops import PARAM_UPDATE_OPS, UPDATE_INPUTS
 from .executor import run
 from .kernels import build_kernel
 from .kernels.common import batched
@@ -48,7 +48,7 @@ def trainable_parameters(graph: Graph) -> list[str]:
         return [p["tensor"] if isinstance(p, Mapping) else str(p) for p in params]
     out: list[str] = []
     for op in graph.ops:
-        if op.type in ("sgd_update", "adam_update") and op.inputs[0] not in out:
+        if op.type in PARAM_UPDATE_OPS and op.inputs[0] not in out:
             out.append(op.inputs[0])
     return out
 
@@ -61,7 +61,7 @@ def saturation_counters(graph: Graph) -> list[str]:
     parameter, train_optim), in op order."""
     k = UPDATE_INPUTS.index("saturated")
     return [op.inputs[k] for op in graph.ops
-            if op.type in ("sgd_update", "adam_update") and len(op.inputs) > k and op.inputs[k]]
+            if op.type in PARAM_UPDATE_OPS and len(op.inputs) > k and op.inputs[k]]
 
 
 def saturation_count(graph: Graph, state: TrainState) -> int:

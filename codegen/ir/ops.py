@@ -1,4 +1,5 @@
-"""The op set: one record per op type (inputs, attributes) — the contract between stages.
+"""The op set: one record per op type (inputs, attributes, and the facts about the op that
+several stages need: weight axis, shared quantization, ...) — the contract between stages.
 
 Attribute meanings (all ops NHWC):
 - ``stride``: (sh, sw); ``dilation``: (dh, dw).
@@ -26,39 +27,64 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from .graph import QuantParams
+
 ACTIVATIONS = ("none", "relu", "relu6", "relu_n1_to_1")
 
 
 @dataclass(frozen=True)
 class OpSpec:
+    """An op type: arity, required attributes and the facts about it that several stages
+    need, read from here by each of them (the stages' own per-op tables are checked against
+    OP_SPECS by tests/test_op_tables.py)."""
+
     min_inputs: int
     max_inputs: int
     n_outputs: int
     attrs: tuple[str, ...]            # required attributes
     grad_outputs: int = 0             # outputs followed by an int32 exponent in int8 mode
+    # Output-channel axis of the weight (input 1) of a layer with parameters (conv OHWI: 0,
+    # depthwise 1HW(C*M): 3, FC (O, I): 0): per-channel quantization, the bias length,
+    # trained channel subsets. None: the op has no weight (PARAMETRIC_OPS are the others).
+    weight_axis: int | None = None
+    # int8: the output has the input's scale and zero point (the kernel copies or compares
+    # values and does not requantize; TFLM requires equal parameters).
+    shares_quant: bool = False
+    # A standalone relu / relu6 after this op may become its fused ``activation``.
+    fusable_activation: bool = False
+    # A standalone activation: the op applies the activation its type names (ACTIVATIONS).
+    is_activation: bool = False
+    # int8: the fixed (scale, zero point) of the output (TFLM's int8 softmax: 1/256, -128).
+    int8_output: tuple[float, int] | None = None
 
 
 _CONV_ATTRS = ("stride", "dilation", "padding", "activation")
 _POOL_ATTRS = ("filter", "stride", "padding", "activation")
 
 OP_SPECS: dict[str, OpSpec] = {
-    "conv2d": OpSpec(2, 3, 1, _CONV_ATTRS),
-    "depthwise_conv2d": OpSpec(2, 3, 1, _CONV_ATTRS + ("depth_multiplier",)),
-    "fully_connected": OpSpec(2, 3, 1, ("activation", "keep_num_dims")),
-    "avg_pool2d": OpSpec(1, 1, 1, _POOL_ATTRS),
-    "max_pool2d": OpSpec(1, 1, 1, _POOL_ATTRS),
-    "add": OpSpec(2, 2, 1, ("activation",)),
-    "mul": OpSpec(2, 2, 1, ("activation",)),
-    "reshape": OpSpec(1, 1, 1, ("shape",)),
-    "softmax": OpSpec(1, 1, 1, ("beta",)),
+    "conv2d": OpSpec(2, 3, 1, _CONV_ATTRS, weight_axis=0, fusable_activation=True),
+    "depthwise_conv2d": OpSpec(2, 3, 1, _CONV_ATTRS + ("depth_multiplier",), weight_axis=3,
+                               fusable_activation=True),
+    "fully_connected": OpSpec(2, 3, 1, ("activation", "keep_num_dims"), weight_axis=0,
+                              fusable_activation=True),
+    "avg_pool2d": OpSpec(1, 1, 1, _POOL_ATTRS, shares_quant=True),
+    "max_pool2d": OpSpec(1, 1, 1, _POOL_ATTRS, shares_quant=True),
+    "add": OpSpec(2, 2, 1, ("activation",), fusable_activation=True),
+    "mul": OpSpec(2, 2, 1, ("activation",), fusable_activation=True),
+    "reshape": OpSpec(1, 1, 1, ("shape",), shares_quant=True),
+    "softmax": OpSpec(1, 1, 1, ("beta",), int8_output=(1.0 / 256, -128)),
     "mean": OpSpec(1, 1, 1, ("axes", "keep_dims")),
-    "pad": OpSpec(1, 1, 1, ("pads",)),
+    "pad": OpSpec(1, 1, 1, ("pads",), shares_quant=True),
     "concat": OpSpec(1, 64, 1, ("axis", "activation")),
     "quantize": OpSpec(1, 1, 1, ()),
     "dequantize": OpSpec(1, 1, 1, ()),
-    "relu": OpSpec(1, 1, 1, ()),
-    "relu6": OpSpec(1, 1, 1, ()),
+    "relu": OpSpec(1, 1, 1, (), is_activation=True),
+    "relu6": OpSpec(1, 1, 1, (), is_activation=True),
 }
+# The forward (inference) ops, in OP_SPECS order; the training ops follow below.
+FORWARD_OPS: tuple[str, ...] = tuple(OP_SPECS)
 
 # -- training ops (docs/training.md is their contract) ---------------------------------------
 # Gradients are float32 in fp32 mode. In int8 mode every gradient tensor is int8 (weight and
@@ -99,11 +125,31 @@ TRAINING_OP_SPECS: dict[str, OpSpec] = {
     "adam_update": OpSpec(3, len(UPDATE_INPUTS), 0, _UPDATE_ATTRS + ("beta1", "beta2", "eps")),
     "step_counter": OpSpec(1, 3, 0, ("updates", "accumulate", "schedule")),  # step,[lr],[pows]
 }
-UPDATE_OPS = ("sgd_update", "adam_update", "step_counter")
+# The update ops of one parameter each, with the UPDATE_INPUTS slots; with the step counter,
+# the ops that mutate their inputs and have no outputs (UPDATE_OPS).
+PARAM_UPDATE_OPS = ("sgd_update", "adam_update")
+UPDATE_OPS = PARAM_UPDATE_OPS + ("step_counter",)
 OP_SPECS.update(TRAINING_OP_SPECS)
 
-# Ops with weights (the layers a training spec can name).
-PARAMETRIC_OPS = ("conv2d", "depthwise_conv2d", "fully_connected")
+# Ops with weights (the layers a training spec can name): those with a weight_axis.
+PARAMETRIC_OPS = tuple(t for t, s in OP_SPECS.items() if s.weight_axis is not None)
+
+
+def weight_axis(op_type: str) -> int:
+    """The output-channel axis of the weight (input 1) of a parametric op (OpSpec.weight_axis);
+    ValueError for an op without a weight."""
+    axis = OP_SPECS[op_type].weight_axis
+    if axis is None:
+        raise ValueError(f"{op_type} has no weight")
+    return axis
+
+
+def int8_output_params(op_type: str) -> QuantParams | None:
+    """The int8 output parameters an op type requires (OpSpec.int8_output), else None."""
+    fixed = OP_SPECS[op_type].int8_output
+    if fixed is None:
+        return None
+    return QuantParams(np.array([fixed[0]], np.float32), np.array([fixed[1]], np.int64))
 
 
 def same_padding(in_size: int, k: int, stride: int, dilation: int = 1) -> tuple[int, int, int]:

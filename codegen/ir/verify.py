@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from ..errors import ModelError
 from .graph import DTYPES, MAX_ELEMENTS, Graph, Op, Role
-from .ops import ACTIVATIONS, OP_SPECS, TRAINING_OP_SPECS, UPDATE_INPUTS, conv_out_size
+from .ops import (
+    ACTIVATIONS,
+    OP_SPECS,
+    PARAM_UPDATE_OPS,
+    TRAINING_OP_SPECS,
+    UPDATE_INPUTS,
+    UPDATE_OPS,
+    conv_out_size,
+    weight_axis,
+)
 
 
 def nonfinite(a: np.ndarray) -> str | None:
@@ -117,95 +127,140 @@ def _shape(graph: Graph, name: str) -> tuple[int, ...]:
 
 
 def _check_shapes(graph: Graph, op: Op) -> None:
-    out = _shape(graph, op.outputs[0])
-    x = _shape(graph, op.inputs[0])
+    SHAPE_CHECKS[op.type](graph, op, _shape(graph, op.inputs[0]), _shape(graph, op.outputs[0]))
+
+
+# One shape check per forward op: (graph, op, input 0's shape, output 0's shape) -> None, or
+# ModelError through _fail.
+ShapeCheck = Callable[[Graph, Op, tuple[int, ...], tuple[int, ...]], None]
+
+
+def _check_window(graph: Graph, op: Op, x: tuple[int, ...], out: tuple[int, ...]) -> None:
+    """conv2d, depthwise_conv2d, avg_pool2d, max_pool2d."""
     a = op.attrs
-    if op.type in ("conv2d", "depthwise_conv2d", "avg_pool2d", "max_pool2d"):
-        if len(x) != 4 or len(out) != 4:
-            _fail(op, f"expects 4-D NHWC input and output, got {list(x)} -> {list(out)}")
-        if op.type in ("avg_pool2d", "max_pool2d"):
-            kh, kw = a["filter"]
-            oc = x[3]
-        else:
-            w = _shape(graph, op.inputs[1])
-            if len(w) != 4:
-                _fail(op, f"weight must be 4-D, got {list(w)}")
-            if op.type == "conv2d":
-                oc, kh, kw, ic = w
-                if ic <= 0 or x[3] % ic:
-                    _fail(op, f"input has {x[3]} channels but weight expects {ic}")
-            else:
-                _, kh, kw, oc = w
-                if oc != x[3] * a["depth_multiplier"]:
-                    _fail(op, f"weight has {oc} channels, input {x[3]} x multiplier "
-                              f"{a['depth_multiplier']}")
-            if len(op.inputs) > 2 and op.inputs[2]:
-                b = _shape(graph, op.inputs[2])
-                if b != (oc,):
-                    _fail(op, f"bias shape {list(b)} does not match {oc} output channels")
-        dh, dw = a.get("dilation", (1, 1))
-        sh, sw = a["stride"]
-        pt, pb, pl, pr = a["padding"]
-        if min(sh, sw, dh, dw, kh, kw) < 1 or min(pt, pb, pl, pr) < 0:
-            _fail(op, f"invalid stride {a['stride']}, kernel {(kh, kw)} or padding {a['padding']}")
-        exp = (x[0], conv_out_size(x[1], kh, sh, dh, pt, pb),
-               conv_out_size(x[2], kw, sw, dw, pl, pr), oc)
-        if out != exp:
-            _fail(op, f"output shape {list(out)} inconsistent with input {list(x)}, expected "
-                      f"{list(exp)}")
-    elif op.type == "fully_connected":
+    if len(x) != 4 or len(out) != 4:
+        _fail(op, f"expects 4-D NHWC input and output, got {list(x)} -> {list(out)}")
+    if op.type in ("avg_pool2d", "max_pool2d"):
+        kh, kw = a["filter"]
+        oc = x[3]
+    else:
         w = _shape(graph, op.inputs[1])
-        if len(w) != 2:
-            _fail(op, f"weight must be 2-D, got {list(w)}")
-        n = int(np.prod(x, dtype=np.int64))
-        if w[1] == 0 or n % w[1]:
-            _fail(op, f"input {list(x)} cannot be flattened to rows of {w[1]}")
-        if not out or out[-1] != w[0] or math.prod(out) != n // w[1] * w[0]:
-            _fail(op, f"output shape {list(out)} inconsistent with weight {list(w)} and input "
-                      f"{list(x)}")
-        if len(op.inputs) > 2 and op.inputs[2] and _shape(graph, op.inputs[2]) != (w[0],):
-            _fail(op, f"bias shape {list(_shape(graph, op.inputs[2]))} does not match {w[0]} "
-                      "outputs")
-    elif op.type in ("add", "mul"):
-        try:
-            exp = np.broadcast_shapes(x, _shape(graph, op.inputs[1]))
-        except ValueError:
-            _fail(op, f"input shapes {list(x)} and {list(_shape(graph, op.inputs[1]))} do not "
-                      "broadcast")
-        if tuple(exp) != out:
-            _fail(op, f"output shape {list(out)}, expected {list(exp)}")
-    elif op.type == "reshape":
-        if int(np.prod(x, dtype=np.int64)) != int(np.prod(out, dtype=np.int64)):
-            _fail(op, f"cannot reshape {list(x)} ({int(np.prod(x))} elements) to {list(out)}")
-    elif op.type in ("softmax", "quantize", "dequantize", "relu", "relu6"):
-        if x != out:
-            _fail(op, f"output shape {list(out)} differs from input {list(x)}")
-    elif op.type == "mean":
-        axes = a["axes"]
-        if any(not 0 <= ax < len(x) for ax in axes):
-            _fail(op, f"axes {list(axes)} outside input rank {len(x)}")
-        exp = tuple(1 if i in axes else d for i, d in enumerate(x)) if a["keep_dims"] else \
-            tuple(d for i, d in enumerate(x) if i not in axes)
-        if out != exp:
-            _fail(op, f"output shape {list(out)}, expected {list(exp)}")
-    elif op.type == "pad":
-        pads = a["pads"]
-        if len(pads) != len(x) or any(p < 0 for pair in pads for p in pair):
-            _fail(op, f"pads {pads} do not fit input rank {len(x)}")
-        exp = tuple(d + p0 + p1 for d, (p0, p1) in zip(x, pads))
-        if out != exp:
-            _fail(op, f"output shape {list(out)}, expected {list(exp)}")
-    elif op.type == "concat":
-        ax = a["axis"]
-        shapes = [_shape(graph, n) for n in op.inputs]
-        if any(len(s) != len(out) for s in shapes) or not 0 <= ax < len(out):
-            _fail(op, f"inputs {shapes} cannot be concatenated on axis {ax}")
-        for s in shapes:
-            if any(s[i] != out[i] for i in range(len(out)) if i != ax):
-                _fail(op, f"input shape {list(s)} does not match output {list(out)} off axis {ax}")
-        if sum(s[ax] for s in shapes) != out[ax]:
-            _fail(op, f"output has {out[ax]} on axis {ax}, inputs sum to "
-                      f"{sum(s[ax] for s in shapes)}")
+        if len(w) != 4:
+            _fail(op, f"weight must be 4-D, got {list(w)}")
+        if op.type == "conv2d":
+            oc, kh, kw, ic = w
+            if ic <= 0 or x[3] % ic:
+                _fail(op, f"input has {x[3]} channels but weight expects {ic}")
+        else:
+            _, kh, kw, oc = w
+            if oc != x[3] * a["depth_multiplier"]:
+                _fail(op, f"weight has {oc} channels, input {x[3]} x multiplier "
+                          f"{a['depth_multiplier']}")
+        if len(op.inputs) > 2 and op.inputs[2]:
+            b = _shape(graph, op.inputs[2])
+            if b != (oc,):
+                _fail(op, f"bias shape {list(b)} does not match {oc} output channels")
+    dh, dw = a.get("dilation", (1, 1))
+    sh, sw = a["stride"]
+    pt, pb, pl, pr = a["padding"]
+    if min(sh, sw, dh, dw, kh, kw) < 1 or min(pt, pb, pl, pr) < 0:
+        _fail(op, f"invalid stride {a['stride']}, kernel {(kh, kw)} or padding {a['padding']}")
+    exp = (x[0], conv_out_size(x[1], kh, sh, dh, pt, pb),
+           conv_out_size(x[2], kw, sw, dw, pl, pr), oc)
+    if out != exp:
+        _fail(op, f"output shape {list(out)} inconsistent with input {list(x)}, expected "
+                  f"{list(exp)}")
+
+
+def _check_fully_connected(graph: Graph, op: Op, x: tuple[int, ...],
+                           out: tuple[int, ...]) -> None:
+    w = _shape(graph, op.inputs[1])
+    if len(w) != 2:
+        _fail(op, f"weight must be 2-D, got {list(w)}")
+    n = int(np.prod(x, dtype=np.int64))
+    if w[1] == 0 or n % w[1]:
+        _fail(op, f"input {list(x)} cannot be flattened to rows of {w[1]}")
+    if not out or out[-1] != w[0] or math.prod(out) != n // w[1] * w[0]:
+        _fail(op, f"output shape {list(out)} inconsistent with weight {list(w)} and input "
+                  f"{list(x)}")
+    if len(op.inputs) > 2 and op.inputs[2] and _shape(graph, op.inputs[2]) != (w[0],):
+        _fail(op, f"bias shape {list(_shape(graph, op.inputs[2]))} does not match {w[0]} "
+                  "outputs")
+
+
+def _check_broadcast(graph: Graph, op: Op, x: tuple[int, ...], out: tuple[int, ...]) -> None:
+    """add, mul."""
+    try:
+        exp = np.broadcast_shapes(x, _shape(graph, op.inputs[1]))
+    except ValueError:
+        _fail(op, f"input shapes {list(x)} and {list(_shape(graph, op.inputs[1]))} do not "
+                  "broadcast")
+    if tuple(exp) != out:
+        _fail(op, f"output shape {list(out)}, expected {list(exp)}")
+
+
+def _check_reshape(graph: Graph, op: Op, x: tuple[int, ...], out: tuple[int, ...]) -> None:
+    if int(np.prod(x, dtype=np.int64)) != int(np.prod(out, dtype=np.int64)):
+        _fail(op, f"cannot reshape {list(x)} ({int(np.prod(x))} elements) to {list(out)}")
+
+
+def _check_same_shape(graph: Graph, op: Op, x: tuple[int, ...], out: tuple[int, ...]) -> None:
+    """softmax, quantize, dequantize, relu, relu6."""
+    if x != out:
+        _fail(op, f"output shape {list(out)} differs from input {list(x)}")
+
+
+def _check_mean(graph: Graph, op: Op, x: tuple[int, ...], out: tuple[int, ...]) -> None:
+    a = op.attrs
+    axes = a["axes"]
+    if any(not 0 <= ax < len(x) for ax in axes):
+        _fail(op, f"axes {list(axes)} outside input rank {len(x)}")
+    exp = tuple(1 if i in axes else d for i, d in enumerate(x)) if a["keep_dims"] else \
+        tuple(d for i, d in enumerate(x) if i not in axes)
+    if out != exp:
+        _fail(op, f"output shape {list(out)}, expected {list(exp)}")
+
+
+def _check_pad(graph: Graph, op: Op, x: tuple[int, ...], out: tuple[int, ...]) -> None:
+    pads = op.attrs["pads"]
+    if len(pads) != len(x) or any(p < 0 for pair in pads for p in pair):
+        _fail(op, f"pads {pads} do not fit input rank {len(x)}")
+    exp = tuple(d + p0 + p1 for d, (p0, p1) in zip(x, pads))
+    if out != exp:
+        _fail(op, f"output shape {list(out)}, expected {list(exp)}")
+
+
+def _check_concat(graph: Graph, op: Op, x: tuple[int, ...], out: tuple[int, ...]) -> None:
+    ax = op.attrs["axis"]
+    shapes = [_shape(graph, n) for n in op.inputs]
+    if any(len(s) != len(out) for s in shapes) or not 0 <= ax < len(out):
+        _fail(op, f"inputs {shapes} cannot be concatenated on axis {ax}")
+    for s in shapes:
+        if any(s[i] != out[i] for i in range(len(out)) if i != ax):
+            _fail(op, f"input shape {list(s)} does not match output {list(out)} off axis {ax}")
+    if sum(s[ax] for s in shapes) != out[ax]:
+        _fail(op, f"output has {out[ax]} on axis {ax}, inputs sum to "
+                  f"{sum(s[ax] for s in shapes)}")
+
+
+SHAPE_CHECKS: dict[str, ShapeCheck] = {
+    "conv2d": _check_window,
+    "depthwise_conv2d": _check_window,
+    "fully_connected": _check_fully_connected,
+    "avg_pool2d": _check_window,
+    "max_pool2d": _check_window,
+    "add": _check_broadcast,
+    "mul": _check_broadcast,
+    "reshape": _check_reshape,
+    "softmax": _check_same_shape,
+    "mean": _check_mean,
+    "pad": _check_pad,
+    "concat": _check_concat,
+    "quantize": _check_same_shape,
+    "dequantize": _check_same_shape,
+    "relu": _check_same_shape,
+    "relu6": _check_same_shape,
+}
 
 
 # -- training ops (docs/training.md) ----------------------------------------------------------
@@ -217,7 +272,7 @@ def _check_training_op(graph: Graph, op: Op) -> None:
     """Shapes and dtypes of the training ops, exponent companions, mutated inputs."""
     t = graph.tensors
     int8 = op.attrs.get("mode") == "int8"
-    if op.type in ("sgd_update", "adam_update", "step_counter"):
+    if op.type in UPDATE_OPS:
         _check_update(graph, op)
         return
     # exponent companions: int8 mode, right after the gradient output(s)
@@ -261,7 +316,7 @@ def _check_training_op(graph: Graph, op: Op) -> None:
     elif op.type.endswith("_grad_weight"):
         ch = op.attrs["channels"]
         dw = t[outs[0]]
-        axis = 3 if op.type.startswith("depthwise") else 0
+        axis = weight_axis(op.type.removesuffix("_grad_weight"))
         if ch is not None and dw.shape[axis] != len(ch):
             _fail(op, f"weight gradient {dw.name!r} has {dw.shape[axis]} channels, attr "
                       f"channels lists {len(ch)}")
@@ -275,7 +330,7 @@ def _check_training_op(graph: Graph, op: Op) -> None:
 
 def _check_update(graph: Graph, op: Op) -> None:
     t = graph.tensors
-    if op.type != "step_counter" and len(op.inputs) != len(UPDATE_INPUTS):
+    if op.type in PARAM_UPDATE_OPS and len(op.inputs) != len(UPDATE_INPUTS):
         _fail(op, f"has {len(op.inputs)} inputs, expected the {len(UPDATE_INPUTS)} slots "
                   f"{', '.join(UPDATE_INPUTS)}")
     updates = op.attrs["updates"]

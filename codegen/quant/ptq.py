@@ -6,9 +6,9 @@ Stages (each a function below):
    RELU/RELU6 into the producing conv/FC/add/mul.
 2. ``calibrate`` (calibrate.py): golden float execution, min/max per tensor.
 3. ``plan_activation_params``: group tensors whose int8 kernels need identical parameters
-   (reshape, pools, pad, concat) and give each group parameters from its calibrated range;
-   softmax outputs get scale 1/256, zero point -128. A concat input whose parameters are pinned
-   differently gets a requantizing QUANTIZE op.
+   (OpSpec.shares_quant: reshape, pools, pad; and concat) and give each group parameters from
+   its calibrated range; softmax outputs get scale 1/256, zero point -128 (OpSpec.int8_output).
+   A concat input whose parameters are pinned differently gets a requantizing QUANTIZE op.
 4. ``build_int8_graph``: int8 activations, per-channel (or per-tensor) symmetric int8 weights,
    int32 biases with scale s_in * s_w; int8 graph inputs/outputs (no QUANTIZE/DEQUANTIZE at the
    ends), their parameters in metadata["input_quant"] / ["output_quant"].
@@ -21,19 +21,27 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import PockError
-from ..ir import Graph, Op, QuantParams, Role, Tensor, verify
+from ..ir import (
+    FORWARD_OPS,
+    OP_SPECS,
+    PARAMETRIC_OPS,
+    Graph,
+    Op,
+    QuantParams,
+    Role,
+    Tensor,
+    int8_output_params,
+    verify,
+    weight_axis,
+)
 from .calibrate import CalibData, Ranges, calibrate, calibration_batches
 from .params import activation_params, bias_params, dequantize_array, quantize_array, weight_params
 
-# Ops whose int8 kernels copy or compare values: output parameters must equal the input's.
-SHARED_PARAM_OPS = ("reshape", "max_pool2d", "avg_pool2d", "pad")
-# Ops a standalone relu/relu6 can be fused into (TFLite fused activations).
-FUSABLE_OPS = ("conv2d", "depthwise_conv2d", "fully_connected", "add", "mul")
-# Weight quantization axis per parametric op (conv OHWI: O; depthwise 1HW(C*M): 3; FC (O, I): O).
-WEIGHT_AXIS = {"conv2d": 0, "depthwise_conv2d": 3, "fully_connected": 0}
-SUPPORTED_OPS = ("conv2d", "depthwise_conv2d", "fully_connected", "avg_pool2d", "max_pool2d",
-                 "add", "mul", "reshape", "softmax", "mean", "pad", "concat", "relu", "relu6")
-SOFTMAX_OUTPUT = QuantParams(np.array([1.0 / 256], np.float32), np.array([-128], np.int64))
+# The op facts used here live on ir.OpSpec: weight_axis (the weight quantization axis of the
+# parametric ops), shares_quant (int8 kernels that copy or compare values: output parameters
+# equal the input's), fusable_activation (a standalone relu/relu6 fuses into it), is_activation
+# (the standalone relu/relu6) and int8_output (softmax: fixed output parameters).
+# Every forward op quantizes (quantize/dequantize are folded or pinned by ``prepare``).
 
 
 def _op_error(op: Op, msg: str) -> PockError:
@@ -69,7 +77,7 @@ def _check_float_graph(graph: Graph) -> None:
             raise PockError(f"model input {name!r} is {t.dtype}: the model is {what}; "
                             "quantize takes a float32 model")
     for op in graph.ops:
-        if op.type not in SUPPORTED_OPS + ("quantize", "dequantize"):
+        if op.type not in FORWARD_OPS:
             raise _op_error(op, "not supported by the int8 quantizer")
 
 
@@ -155,7 +163,7 @@ def prepare(graph: Graph) -> Prepared:
     g = Graph(graph.name, tensors, ops, list(graph.inputs), outputs, dict(graph.metadata))
     g = _fuse_standalone_relus(g, fixed).prune()
     for op in g.ops:
-        if op.type in WEIGHT_AXIS:
+        if op.type in PARAMETRIC_OPS:
             for k, what in ((1, "weight"), (2, "bias")):
                 name = op.inputs[k] if k < len(op.inputs) else ""
                 if name and not g.tensors[name].is_const:
@@ -175,11 +183,11 @@ def _fuse_standalone_relus(g: Graph, fixed: dict[str, QuantParams]) -> Graph:
     i = 0
     while i < len(ops):
         op = ops[i]
-        if op.type in ("relu", "relu6"):
+        if OP_SPECS[op.type].is_activation:
             mid = op.inputs[0]
             prod = next((p for p in ops if mid in p.outputs), None)
             users = [o for o in ops if mid in o.inputs]
-            if (prod is not None and prod.type in FUSABLE_OPS
+            if (prod is not None and OP_SPECS[prod.type].fusable_activation
                     and prod.attrs.get("activation", "none") == "none"
                     and len(users) == 1 and mid not in g.outputs and mid not in fixed):
                 j = ops.index(prod)
@@ -243,7 +251,7 @@ class Plan:
 
 def _value_inputs(op: Op) -> list[str]:
     """Inputs that are int8 values (not weights/biases) in the quantized graph."""
-    if op.type in WEIGHT_AXIS:
+    if op.type in PARAMETRIC_OPS:
         return [op.inputs[0]]
     return [i for i in op.inputs if i]
 
@@ -252,12 +260,13 @@ def plan_activation_params(prepared: Prepared, ranges: Ranges) -> Plan:
     g = prepared.graph.copy()
     fixed = dict(prepared.fixed)
     for op in g.ops:
-        if op.type == "softmax":
+        want = int8_output_params(op.type)
+        if want is not None:                      # softmax: 1/256, -128
             out = op.outputs[0]
-            if out in fixed and fixed[out] != SOFTMAX_OUTPUT:
-                raise _op_error(op, f"output {out!r} is pinned to {fixed[out]}, int8 softmax "
-                                    "needs scale 1/256, zero point -128")
-            fixed[out] = SOFTMAX_OUTPUT
+            if out in fixed and fixed[out] != want:
+                raise _op_error(op, f"output {out!r} is pinned to {fixed[out]}, int8 {op.type} "
+                                    f"needs scale 1/{round(1 / want.s)}, zero point {want.zp}")
+            fixed[out] = want
         if op.type == "concat" and op.attrs.get("activation", "none") != "none":
             raise _op_error(op, f"fused activation {op.attrs['activation']!r} is not supported "
                                 "by int8 concatenation")
@@ -277,7 +286,7 @@ def plan_activation_params(prepared: Prepared, ranges: Ranges) -> Plan:
         if t.dtype == "float32" and (not t.is_const or name in lo):
             classes.find(name)
     for op in g.ops:
-        if op.type in SHARED_PARAM_OPS and not classes.union(op.inputs[0], op.outputs[0]):
+        if OP_SPECS[op.type].shares_quant and not classes.union(op.inputs[0], op.outputs[0]):
             raise _op_error(op, f"input and output are pinned to different quantization "
                                 f"parameters ({classes.pinned(op.inputs[0])} vs "
                                 f"{classes.pinned(op.outputs[0])}); int8 {op.type} needs "
@@ -345,14 +354,14 @@ def build_int8_graph(plan: Plan, *, per_channel: bool = True) -> Graph:
 
     weights_done: dict[str, QuantParams] = {}
     for op in g.ops:
-        if op.type in WEIGHT_AXIS:
+        if op.type in PARAMETRIC_OPS:
             x = value_tensor(op.inputs[0])
             w_name = op.inputs[1]
             w_t = g.tensors[w_name]
             if not w_t.is_const:
                 raise _op_error(op, f"weight {w_name!r} is not a constant")
             w = float_constant(w_t)
-            axis = WEIGHT_AXIS[op.type] if per_channel else None
+            axis = weight_axis(op.type) if per_channel else None
             if w_name not in weights_done:
                 wq = weight_params(w, axis)
                 out.add_tensor(Tensor(w_name, w_t.shape, "int8", Role.WEIGHT, wq,
@@ -368,7 +377,7 @@ def build_int8_graph(plan: Plan, *, per_channel: bool = True) -> Graph:
                 b = float_constant(b_t).reshape(-1)
                 shape = b_t.shape
             else:                                  # int8 kernels (and bias training) want one
-                n_out = w.shape[3] if op.type == "depthwise_conv2d" else w.shape[0]
+                n_out = w.shape[weight_axis(op.type)]
                 b = np.zeros(n_out, np.float32)
                 shape = (n_out,)
                 b_name = _fresh(out, g, f"{op.name}_bias")

@@ -24,7 +24,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ..errors import SpecError
-from ..ir import PARAMETRIC_OPS, Graph, Op, Role, Tensor, verify
+from ..ir import OP_SPECS, PARAMETRIC_OPS, Graph, Op, Role, Tensor, verify
 from .loss import LossSite, add_loss_inputs, find_loss_site
 from .optimizer import Updater
 from .rules import GRAD_RULES, Grad, mask_bounds
@@ -186,8 +186,8 @@ class Backward:
                                 "the path from the trainable layers to the loss")
             if op.type in PARAMETRIC_OPS and op.name in self.layers:
                 self._check_layer(op)
-            act = op.attrs.get("activation", "none") if op.type not in ("relu", "relu6") \
-                else "none"
+            act = "none" if OP_SPECS[op.type].is_activation \
+                else op.attrs.get("activation", "none")
             rule(self, op, self.through_activation(op, act, dy_op))
         step = self.updater.step_op()
         ops: list[Op] = []

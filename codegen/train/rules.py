@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from ..golden.numerics import activation_range
-from ..ir import Op
+from ..ir import OP_SPECS, Op, weight_axis
 from .spec import LayerUpdate
 
 # A gradient: (tensor, exponent tensor or None). The exponent exists in int8 mode only.
@@ -53,14 +53,12 @@ class Backward(Protocol):
 
 Rule = Callable[[Backward, Op, Grad], None]
 
-# forward attributes copied onto the backward ops (besides forward, mode)
-_COPIED = {
-    "conv2d": ("stride", "dilation", "padding", "activation"),
-    "depthwise_conv2d": ("stride", "dilation", "padding", "activation", "depth_multiplier"),
-    "fully_connected": (),
-    "avg_pool2d": ("filter", "stride", "padding", "activation"),
-    "max_pool2d": ("filter", "stride", "padding", "activation"),
-}
+
+def _copied(grad_type: str, op: Op) -> tuple[str, ...]:
+    """The forward attributes a backward op carries (besides forward, mode): those of its
+    required attributes (ir.ops.TRAINING_OP_SPECS) that the forward op has."""
+    fwd = OP_SPECS[op.type].attrs
+    return tuple(a for a in OP_SPECS[grad_type].attrs if a in fwd)
 
 
 def _layer(b: Backward, op: Op, dz: Grad) -> None:
@@ -68,13 +66,13 @@ def _layer(b: Backward, op: Op, dz: Grad) -> None:
     x, w = op.inputs[0], op.inputs[1]
     bias = op.inputs[2] if len(op.inputs) > 2 else ""
     update = b.layer(op)
-    attrs = b.attrs(op, *_COPIED[op.type])
+    attrs = b.attrs(op, *_copied(f"{op.type}_grad_input", op))
     if b.requires(x):
         dx = b.new_grad(x)
         b.emit(f"{op.type}_grad_input", [dz, w], [dx], attrs)
         b.give(x, dx)
     if update is not None and update.weight:
-        axis = 3 if op.type == "depthwise_conv2d" else 0
+        axis = weight_axis(op.type)
         dw = b.new_grad(w, channels=update.channels, axis=axis, accumulator=True)
         b.emit(f"{op.type}_grad_weight", [x, dz], [dw], {**attrs, "channels": update.channels})
         b.update(op, w, dw, x=x, kind="weight", channels=update.channels, axis=axis)
@@ -86,14 +84,14 @@ def _layer(b: Backward, op: Op, dz: Grad) -> None:
 
 def _avg_pool(b: Backward, op: Op, dz: Grad) -> None:
     dx = b.new_grad(op.inputs[0])
-    b.emit("avg_pool2d_grad", [dz], [dx], b.attrs(op, *_COPIED[op.type]))
+    b.emit("avg_pool2d_grad", [dz], [dx], b.attrs(op, *_copied("avg_pool2d_grad", op)))
     b.give(op.inputs[0], dx)
 
 
 def _max_pool(b: Backward, op: Op, dz: Grad) -> None:
     x = op.inputs[0]
     dx = b.new_grad(x)
-    b.emit("max_pool2d_grad", [dz, x], [dx], b.attrs(op, *_COPIED[op.type]))
+    b.emit("max_pool2d_grad", [dz, x], [dx], b.attrs(op, *_copied("max_pool2d_grad", op)))
     b.give(x, dx)
 
 
@@ -118,13 +116,13 @@ def _mul(b: Backward, op: Op, dz: Grad) -> None:
             b.give(x, dx)
 
 
-def _unary(grad_type: str, *copied: str) -> Rule:
+def _unary(grad_type: str) -> Rule:
     """Ops whose input gradient depends on dz only (and attributes)."""
 
     def rule(b: Backward, op: Op, dz: Grad) -> None:
         x = op.inputs[0]
         dx = b.new_grad(x)
-        b.emit(grad_type, [dz], [dx], b.attrs(op, *copied))
+        b.emit(grad_type, [dz], [dx], b.attrs(op, *_copied(grad_type, op)))
         b.give(x, dx)
 
     return rule
@@ -133,7 +131,7 @@ def _unary(grad_type: str, *copied: str) -> Rule:
 def _softmax(b: Backward, op: Op, dz: Grad) -> None:
     x, y = op.inputs[0], op.outputs[0]
     dx = b.new_grad(x)
-    b.emit("softmax_grad", [dz, y], [dx], b.attrs(op, "beta"))
+    b.emit("softmax_grad", [dz, y], [dx], b.attrs(op, *_copied("softmax_grad", op)))
     b.give(x, dx)
 
 
@@ -142,7 +140,8 @@ def _concat(b: Backward, op: Op, dz: Grad) -> None:
     for x in op.inputs:
         if b.requires(x):
             dx = b.new_grad(x)
-            b.emit("concat_grad", [dz], [dx], {**b.attrs(op, "axis"), "begin": begin})
+            b.emit("concat_grad", [dz], [dx], {**b.attrs(op, *_copied("concat_grad", op)),
+                                               "begin": begin})
             b.give(x, dx)
         begin += b.shape(x)[axis]
 
@@ -167,8 +166,8 @@ GRAD_RULES: dict[str, Rule] = {
     "mul": _mul,
     "reshape": _unary("reshape_grad"),
     "softmax": _softmax,
-    "mean": _unary("mean_grad", "axes", "keep_dims"),
-    "pad": _unary("pad_grad", "pads"),
+    "mean": _unary("mean_grad"),
+    "pad": _unary("pad_grad"),
     "concat": _concat,
     "quantize": _identity,
     "dequantize": _identity,

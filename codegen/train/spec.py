@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError, brief
-from ..ir import PARAMETRIC_OPS, Graph, Op
+from ..ir import PARAMETRIC_OPS, Graph, Op, weight_axis
 
 LOSSES = ("cross_entropy", "mse")
 OPTIMIZERS = ("sgd", "adam")
@@ -519,15 +519,12 @@ def _unknown_layer(sel: Any, layers: list[Op], most: int = 5) -> str:
     return f"unknown layer {brief(sel)}; similar (index name): {listed} ({where})"
 
 
-def select_channels(weight: np.ndarray, ratio: float,
-                    axis: int | None = None) -> tuple[int, ...] | None:
-    """Output channels (axis 0 for OHWI/(O,I), axis 3 for depthwise 1HWC) with the largest L1
-    norms. Without ``axis`` a 4-D weight with a leading 1 is taken as depthwise."""
+def select_channels(weight: np.ndarray, ratio: float, axis: int) -> tuple[int, ...] | None:
+    """Output channels (on ``axis``, the layer's ``ir.weight_axis``) with the largest L1
+    norms."""
     if ratio >= 1.0:
         return None
     w = np.asarray(weight, dtype=np.int64)
-    if axis is None:
-        axis = 3 if w.ndim == 4 and w.shape[0] == 1 else 0
     c = w.shape[axis]
     norms = np.abs(w).sum(axis=tuple(a for a in range(w.ndim) if a != axis))
     k = max(1, math.ceil(ratio * c - 1e-9))
@@ -566,8 +563,7 @@ def resolve(spec: TrainSpec, graph: Graph) -> list[LayerUpdate]:
             w = graph.tensors[op.inputs[1]]
             if w.data is None:
                 raise _err(spec.source, f"layer {op.name!r} has no constant weight to train")
-            ch = select_channels(w.data, ratio[i] or 1.0,
-                                 3 if op.type == "depthwise_conv2d" else 0)
+            ch = select_channels(w.data, ratio[i] or 1.0, weight_axis(op.type))
         out.append(LayerUpdate(op=op.name, index=i, bias=bias[i] and has_bias,
                                weight=weight[i], channels=ch))
     if not out:
