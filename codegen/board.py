@@ -131,7 +131,7 @@ _REGION_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 def parse_size(text: Any, where: str) -> int:
     """'256 KiB' -> 262144. Bare numbers are refused: units must be explicit."""
-    from fractions import Fraction
+    from fractions import Fraction  # lazy: --help imports this module
 
     m = _SIZE.fullmatch(text) if isinstance(text, str) else None
     if not m:
@@ -325,7 +325,7 @@ def boards_dir() -> Path:
 
 
 def load_board_file(path: Path) -> Board:
-    from .safe_yaml import load_yaml_file
+    from .safe_yaml import load_yaml_file  # lazy: yaml; --help imports this module
 
     board = board_from_dict(load_yaml_file(path, "board file"), str(path.name))
     if board.name != path.stem:

@@ -1,4 +1,9 @@
-"""The `pockengine` command line. Bad input: one line on stderr, exit status 2."""
+"""The `pockengine` command line. Bad input: one line on stderr, exit status 2.
+
+The verbs import what they run inside their functions, on purpose: the CLI starts light, so
+``--help``, ``boards`` and argument errors load neither onnx nor the importers, quantizer,
+trainer or pipeline.
+"""
 
 from __future__ import annotations
 

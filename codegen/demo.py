@@ -17,6 +17,17 @@ from pathlib import Path
 
 import numpy as np
 
+from . import golden, models
+from .board import format_size, load_board
+from .data import fit_input
+from .fit import fit_model
+from .frontend import load_model, save_model
+from .pipeline import build_project, compile_model, run_device
+from .quant import quantize
+from .run.device import loss_progress, result_json
+from .summary import summarize
+from .targets import emulator_available, toolchain_available
+
 DEMO_BOARD = "mps2-an386"
 DEMO_SPEC = "bias:all+weight:last2,opt=sgd,lr=0.002,momentum=0.9,master_weights=fp32"
 DEMO_EPOCHS = 2
@@ -25,12 +36,6 @@ DEMO_EPOCHS = 2
 def run_demo(out_dir: Path, calib_samples: int = 100, log: Callable[[str], None] = print, *,
              board: str = DEMO_BOARD, epochs: int = DEMO_EPOCHS,
              train_samples: int | None = None) -> dict:
-    from . import golden, models
-    from .data import fit_input
-    from .frontend import load_model, save_model
-    from .quant import quantize
-    from .summary import summarize
-
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -76,11 +81,6 @@ def run_demo(out_dir: Path, calib_samples: int = 100, log: Callable[[str], None]
 
 def _train_on_board(qgraph, board_name: str, train_npz: Path, eval_npz: Path, epochs: int,
                     out_dir: Path, log: Callable[[str], None]) -> dict | None:
-    from .board import format_size, load_board
-    from .pipeline import build_project, compile_model, run_device
-    from .run.device import loss_progress, result_json
-    from .targets import emulator_available, toolchain_available
-
     board = load_board(board_name)
     for ok, why in (toolchain_available(board), emulator_available(board)):
         if not ok:
@@ -125,8 +125,6 @@ def _train_on_board(qgraph, board_name: str, train_npz: Path, eval_npz: Path, ep
 
 def _train_on_host(qgraph, train_npz: Path, eval_npz: Path, epochs: int,
                    log: Callable[[str], None]) -> dict:
-    from .fit import fit_model
-
     log("[5/6] building the generated C for the host")
     r = fit_model(qgraph, DEMO_SPEC, train_npz, eval_npz, epochs=epochs, engine="host")
     log(f"[6/6] trained on the host: accuracy before {r['accuracy_before']:.2%} -> after "

@@ -8,6 +8,8 @@ clamped a value during the run) and ``saturated_per_step`` on every engine.
 
 from __future__ import annotations
 
+import hashlib
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,8 +18,24 @@ from typing import Any
 
 import numpy as np
 
+from .board import list_boards, load_board
+from .data import TensorSpec, fit_input, fit_targets, load_npz
 from .errors import PockError
+from .golden.training import TrainState, fit, predict
 from .ir import Graph
+from .model_store import load, quantize
+from .pipeline import (
+    build_project,
+    compile_model,
+    resolve_spec,
+    run_device,
+    run_host_fit,
+    run_host_infer,
+)
+from .report import save_run_record
+from .run.device import DEFAULT_TIMEOUT, result_json
+from .targets import EmulatorUnavailable
+from .train import build_training_graph
 
 ENGINES = ("golden", "host")       # and every device board of the catalogue
 DEFAULT_CALIB_SAMPLES = 100
@@ -27,8 +45,6 @@ def prepare_model(model: str | Path | Graph, calib: np.ndarray | None,
                   train_x: np.ndarray | None) -> Graph:
     """Load a model; quantize a float one with `calib` (or the first DEFAULT_CALIB_SAMPLES
     training samples): the pipeline's load and quantize stages."""
-    from .model_store import load, quantize
-
     samples = calib if calib is not None or train_x is None else \
         np.asarray(train_x)[:DEFAULT_CALIB_SAMPLES]
     if isinstance(model, Graph) and model.tensors[model.inputs[0]].dtype != "float32":
@@ -38,8 +54,6 @@ def prepare_model(model: str | Path | Graph, calib: np.ndarray | None,
 
 def _split(data: Mapping[str, np.ndarray] | str | Path, what: str) -> tuple[np.ndarray, Any]:
     if isinstance(data, (str, Path)):
-        from .data import load_npz
-
         return load_npz(data)
     if "x" not in data:
         raise PockError(f"{what}: no array 'x'")
@@ -48,8 +62,6 @@ def _split(data: Mapping[str, np.ndarray] | str | Path, what: str) -> tuple[np.n
 
 def _targets(graph: Graph, loss: str, x: np.ndarray, y: Any, what: str) -> np.ndarray:
     """Class labels (cross-entropy) or int8 targets of the output's shape (MSE)."""
-    from .data import TensorSpec, fit_targets
-
     return fit_targets(TensorSpec.of(graph, graph.outputs[0]), loss, x, y, what)
 
 
@@ -100,15 +112,8 @@ def fit_model(model: str | Path | Graph, spec: Any,
     ``check_graph``: called with the (quantized) model before any training, e.g. to refuse
     early a model the requested export format cannot hold.
     """
-    from .data import fit_input
-    from .golden.training import TrainState
-    from .pipeline import resolve_spec
-    from .train import build_training_graph
-
     target = _engine_board(engine)
     if board is not None:
-        from .board import load_board
-
         defaults = load_board(board)
         if target is not None and defaults.name != target.name:
             raise PockError(f"--board {defaults.name} and --engine {target.name} disagree")
@@ -234,8 +239,6 @@ class EngineRun:
 
 def _run_golden(job: FitJob) -> EngineRun:
     """fit on the NumPy golden model."""
-    from .golden.training import fit, predict
-
     before = job.evaluate(predict(job.tg, job.state, job.evals[0])) if job.evals else {}
     t1 = time.perf_counter()
     res = fit(job.tg, job.state, job.x, job.targets, epochs=job.epochs, shuffle=job.shuffle,
@@ -248,10 +251,6 @@ def _run_golden(job: FitJob) -> EngineRun:
 def _run_host(job: FitJob) -> EngineRun:
     """fit on the generated C, built for the host in a temporary directory; the trained
     parameters come back into the job's state (for export)."""
-    import tempfile
-
-    from .pipeline import build_project, compile_model, run_host_fit, run_host_infer
-
     with tempfile.TemporaryDirectory(prefix="pockengine-fit-") as tmp:
         build = build_project(compile_model(job.graph, spec=job.spec,
                                             out_dir=Path(tmp) / "host", backend=job.backend))
@@ -271,8 +270,6 @@ def _engine_board(engine: str) -> Any:
     """None for golden/host, else the device board ``engine`` names (PockError otherwise)."""
     if engine in ENGINES:
         return None
-    from .board import list_boards, load_board
-
     try:
         board = load_board(engine)
     except PockError:
@@ -287,13 +284,6 @@ def _run_board(job: FitJob, board: Any, *, profile_ops: bool, timeout: float | N
                board_arg: str | None = None) -> EngineRun:
     """fit on a board's emulator: compile with the data embedded, build, run, read back.
     ``board_arg``: the board as given (a name, or the path of a board file of one's own)."""
-    import hashlib
-    import tempfile
-
-    from .pipeline import build_project, compile_model, run_device
-    from .run.device import DEFAULT_TIMEOUT, result_json
-    from .targets import EmulatorUnavailable
-
     with tempfile.TemporaryDirectory(prefix="pockengine-fit-") as tmp:
         out = Path(keep_dir) if keep_dir is not None else Path(tmp) / board.name
         proj = compile_model(job.graph, board=board_arg or board.name, spec=job.spec,
@@ -329,8 +319,6 @@ def _run_board(job: FitJob, board: Any, *, profile_ops: bool, timeout: float | N
         t2 = time.perf_counter()
         summary = result_json(proj, dev)
         if keep_dir is not None:            # the kept project: pockengine report shows the run
-            from .report import save_run_record
-
             save_run_record(proj, summary | {"memory": fw.to_json()})
     losses = dev.loss
     job.report_losses(losses, live[0])

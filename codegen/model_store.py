@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from .data import fit_input, load_npz
 from .errors import ModelError, PockError
 from .ir import Graph
 
@@ -48,7 +49,7 @@ KEPT_METADATA = ("source_format", "input_layout", "input_layouts", "output_layou
 def model_file(graph: Graph) -> tuple[bytes | None, dict[str, Any]]:
     """The bytes of ``DIR/model.tflite`` for ``graph`` and its manifest record; (None, a
     record with the reason) when the TFLite form cannot hold the graph exactly."""
-    from .frontend import read_tflite, write_tflite
+    from .frontend import read_tflite, write_tflite  # lazy: --help imports this module
 
     metadata = {k: graph.metadata[k] for k in KEPT_METADATA if k in graph.metadata}
     try:
@@ -80,7 +81,7 @@ def _restore(graph: Graph, name: Any, metadata: Any) -> Graph:
 def load_model_file(path: Path, record: Any, where: str) -> Graph:
     """The graph of a stored model file, checked against its record (``where``: what to name
     in errors, e.g. the project directory)."""
-    from .frontend import read_tflite
+    from .frontend import read_tflite  # lazy: --help imports this module
 
     if not isinstance(record, dict) or record.get("format") != "tflite":
         raise PockError(f"{where}: no stored model (compile it again with this pockengine)")
@@ -116,7 +117,7 @@ def project_model(project: Any) -> Graph:
 
 # -- the cache keyed by model hash -------------------------------------------------------------
 def cache_dir() -> Path:
-    from .backends.cost import cache_dir as root
+    from .backends.cost import cache_dir as root  # lazy: --help imports this module
 
     return root() / CACHE_SUBDIR
 
@@ -212,7 +213,7 @@ def load(model: str | Path | Graph) -> Source:
     """Stage 1 (``pipeline.load``): a model file (.tflite / .onnx) or an IR graph."""
     if isinstance(model, Graph):
         return Source(model, model.name, graph_digest(model))
-    from .frontend import load_model
+    from .frontend import load_model  # lazy: --help imports this module
 
     graph = load_model(model)
     return Source(graph, Path(model).name, hashlib.sha256(Path(model).read_bytes()).hexdigest())
@@ -227,8 +228,7 @@ def quantize(source: Source, calib: np.ndarray | str | Path | None) -> Source:
     if calib is None:
         raise PockError(f"{source.name}: a float model needs calibration data (--calib) to be "
                         "quantized")
-    from .data import fit_input, load_npz
-    from .quant import quantize as ptq
+    from .quant import quantize as ptq  # lazy: --help imports this module
 
     x = load_npz(calib)[0] if isinstance(calib, (str, Path)) else np.asarray(calib)
     x = fit_input(g, x, "calibration data")

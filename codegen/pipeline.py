@@ -15,13 +15,20 @@ order; the firmware carries them in flash. Every stage can be called (and tested
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from collections.abc import Callable, Mapping
+from dataclasses import replace as dc_replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .backends import Lowering, chain_for
+from .backends import Lowering, chain_for, lower_graph
+from .backends.arm import GENERIC
+from .backends.cost import CostModel, call_key, load_cache, save_cache
+from .backends.params import MUTABLE, mutable_tensors
+from .board import format_size, is_board_path, load_board
+from .data import TensorSpec
 from .errors import PockError
 from .ir import Graph
 from .memplan import MemoryPlan, plan_memory
@@ -33,10 +40,17 @@ from .model_store import (  # the model file's stages live with it; re-exported
 )
 from .render import Lowered, LoweredGraph, RenderedProject, SourceInfo, render_project
 from .render.device import HARNESS_RAM_BYTES  # what the harness keeps in RAM (re-exported)
+from .render.embed import device_data
+from .render.names import check_prefix
 from .render.output import Project, check_out_dir, open_project, write_project
+from .report import write_plan_record  # the plan `pockengine report` draws
 from .run.device import run_device
 from .run.host import run_host_fit, run_host_infer
+from .targets import emulator_available
 from .toolchain import BuildResult, build_project
+from .toolchain.device import FLASH_HINT, SRAM_HINT
+from .train import build_training_graph
+from .train.spec import TrainSpec, load_spec
 
 BOARDS = ("host",)      # built in: needs no board file
 
@@ -47,8 +61,6 @@ def resolve_spec(spec: Any, board: Any = None) -> Any:
     int8)."""
     if spec is None:
         return None
-    from .train.spec import TrainSpec, load_spec
-
     s = spec if isinstance(spec, TrainSpec) else load_spec(spec)
     return s.with_default_backward(board.default_backward) if board is not None else s
 
@@ -57,8 +69,6 @@ def training_graph(graph: Graph, spec: Any) -> Graph | None:
     """Stage 3: the training graph for a spec (TrainSpec, YAML path or short form), or None."""
     if spec is None:
         return None
-    from .train import build_training_graph
-
     return build_training_graph(graph, resolve_spec(spec))
 
 
@@ -68,8 +78,6 @@ def beside_training(graph: Graph, tg: Graph | None) -> Graph:
     weights, kernel sums); ``graph`` itself without training."""
     if tg is None:
         return graph
-    from .backends.params import MUTABLE, mutable_tensors
-
     g = graph.copy()
     g.metadata[MUTABLE] = sorted(mutable_tensors(tg) & set(graph.tensors))
     return g
@@ -80,8 +88,6 @@ def lower(graph: Graph, board: Any = None, backend: str = "auto",
     """Stage 4: one kernel call record per op, along the board's chain of backends
     (``backend``: auto | ref | cmsis-nn | ...; ``pins``: op name -> backend). The records carry
     the scratch and in-place facts the planner reads."""
-    from .backends import lower_graph
-
     chain = chain_for(board if not isinstance(board, str) else resolve_board(board), backend)
     present = {op.name for op in graph.ops}
     return lower_graph(graph, chain.backends, cost=cost, target=chain.target,
@@ -115,9 +121,6 @@ def embed(graph: Graph, spec: Any, data: Any = None, evals: Any = None, *, epoch
           seed: int = 0, shuffle: bool = True, print_outputs: bool = False) -> Any:
     """Device stage: training and evaluation data fitted to the model (int8 inputs, labels or
     int8 targets) with the sample order of every step (a ``render.device.DeviceData``)."""
-    from .data import TensorSpec
-    from .render.embed import device_data
-
     return device_data(TensorSpec.of(graph), TensorSpec.of(graph, graph.outputs[0]),
                        spec.loss if spec is not None else None, data, evals, epochs=epochs,
                        seed=seed, shuffle=shuffle, print_outputs=print_outputs)
@@ -181,8 +184,6 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     instead of its layer-specialised ones; ``specialise=False`` asks for those from the
     start). ``progress`` is called with the name of each of the COMPILE_STAGES as it
     begins (the CLI's progress bar)."""
-    from .render.names import check_prefix
-
     stage = progress or (lambda name: None)
     b = resolve_board(board)
     device = b is not None and b.arch != "host"
@@ -217,8 +218,6 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
                       board=b if device else "host", data=dev_data,
                       board_file=own_board_file(board) if device else None)
     project = write(rendered, out_dir, force=force)
-    from .report import write_plan_record  # the plan `pockengine report` draws
-
     write_plan_record(project, infer, train)
     return project
 
@@ -227,8 +226,6 @@ def own_board_file(board: str) -> bytes | None:
     """The bytes of ``--board PATH.yaml`` (a board file of the user's own, which the project
     keeps a copy of, so that ``build`` and ``sim`` find the board later from the project
     alone); None for a catalogue board given by name."""
-    from .board import is_board_path
-
     return Path(board).read_bytes() if is_board_path(board) else None
 
 
@@ -259,9 +256,6 @@ def check_device_budget(board: Any, infer: LoweredGraph, train: LoweredGraph | N
     buffers on a device) and flash (constants + parameter images + embedded data) against the
     board's budget; a one-line PockError with the numbers and a hint when it cannot fit.
     ``plan --board`` and ``compile`` both call this, so they agree."""
-    from .board import format_size
-    from .toolchain.device import FLASH_HINT, SRAM_HINT
-
     name = infer.graph.name
     m = project_memory(board, infer, train, data)
     if m["sram"] > board.sram_budget:
@@ -284,9 +278,6 @@ def kernel_costs(graph: Graph, board: Any, chain: Any, *, measure: bool = True) 
     """The cost model lowering chooses by: None for a one-backend chain; else measured counts
     (from the cache, measured now on the board's emulator when ``measure`` and the static model
     cannot decide some op, see ``cost.CLOSE``) over the static model."""
-    from .backends import lower_graph
-    from .backends.cost import CostModel, call_key, load_cache
-
     if len(chain.backends) < 2:
         return None
     cached = load_cache()
@@ -306,12 +297,6 @@ def measure_kernel_costs(graph: Graph, board: Any, chain: Any) -> dict[str, int]
     """Instructions per call of every forward op's kernel, measured on the board's emulator:
     one profiling build per backend of the chain (each op on that backend where it runs there,
     ref elsewhere), one inference each; the counts go into the cache. {} without an emulator."""
-    import tempfile
-
-    from .backends import lower_graph
-    from .backends.cost import call_key, save_cache
-    from .targets import emulator_available
-
     ok, _ = emulator_available(board)
     if not ok:
         return {}
@@ -404,11 +389,6 @@ def fit_budget(board: Any, infer: LoweredGraph, train: LoweredGraph | None, data
 
 def _relower_generic(lg: LoweredGraph) -> LoweredGraph:
     """The same lowering with the arm backend's out-of-line kernels (arm.GENERIC)."""
-    from dataclasses import replace as dc_replace
-
-    from .backends import lower_graph
-    from .backends.arm import GENERIC
-
     lw = lg.lowering
     target = dc_replace(lw.target, features=lw.target.features | {GENERIC})
     lowering = lower_graph(lg.graph, lw.backends, pins=lw.pins, cost=lw.cost, target=target)
@@ -434,8 +414,6 @@ def check_pins(pins: Mapping[str, str], *graphs: Graph | None) -> None:
 def resolve_board(board: str) -> Any:
     """The board record (codegen.board) of a catalogue board (``host`` included), or None for
     the built-in host target when the catalogue has no host file (no budget)."""
-    from .board import load_board
-
     try:
         return load_board(board)
     except PockError:

@@ -32,9 +32,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jinja2
+
 from . import __version__
 from .errors import PockError, PockWarning, plural
+from .render.device import HARNESS_RAM_BYTES
 from .render.output import MANIFEST, Project, open_project
+from .resources import data_dir
+from .summary import kernel_macs
+from .targets.size import size_report
 
 PLAN_RECORD = "pe_plan.json"
 RUN_RECORD = "pe_run.json"
@@ -74,8 +80,6 @@ def graph_record(lowered: Any) -> dict[str, Any]:
     """The plan of one lowered graph as ``plan --json`` gives it, and per kernel call (in the
     order of the generated code): op, type, kernel, backend, MACs, operand bytes (inputs read
     and outputs written) and scratch."""
-    from .summary import kernel_macs
-
     g = lowered.graph
     ops = {op.name: op for op in g.ops}
     calls = []
@@ -303,8 +307,6 @@ def loss_picture(losses: Sequence[float], epochs: int) -> dict[str, Any] | None:
 # -- memory against the budget --------------------------------------------------------------------
 def _elf_sizes(project: Project) -> tuple[dict[str, int], Path] | None:
     """Sizes of the firmware in DIR/build when it is newer than every generated file."""
-    from .targets.size import size_report
-
     elf = project.binary()
     try:
         t = elf.stat().st_mtime
@@ -355,8 +357,6 @@ def memory_section(project: Project, run: dict[str, Any] | None) -> dict[str, An
                  ("embedded data", data_flash)]
         used = run.get("stack_used_bytes") if run is not None else None
         return _memory(sram, flash, budget, source, used)
-    from .render.device import HARNESS_RAM_BYTES
-
     harness = int(m.get("output", {}).get("bytes", 0)) + HARNESS_RAM_BYTES
     sram = [("arena", arena), ("parameters", params), ("stack", int(dev.get("stack_bytes", 0))),
             ("harness buffers", harness)]
@@ -511,10 +511,6 @@ def report_context(directory: str | Path) -> dict[str, Any]:
 
 @cache
 def _environment() -> Any:
-    import jinja2
-
-    from .resources import data_dir
-
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
                              undefined=jinja2.StrictUndefined, autoescape=True,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)

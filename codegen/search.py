@@ -32,16 +32,34 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .backends import chain_for
+from .backends.cost import STATIC_FACTORS, core_class, kernel_family
+from .board import format_size
 from .errors import PockError
-from .ir import Graph
+from .fit import fit_model
+from .ir import Graph, weight_axis
+from .model_store import graph_digest
+from .pipeline import (
+    beside_training,
+    build_project,
+    compile_model,
+    kernel_costs,
+    plan_lowered,
+    project_memory,
+    training_graph,
+)
+from .targets import toolchain_available
+from .train.spec import Optimizer, Schedule, TrainableRule, TrainSpec, parametric_layers
 
 RATIOS = (0.125, 0.25, 0.5, 1.0)      # channel ratios of a layer's weight update
 CACHE_VERSION = 1
@@ -92,8 +110,6 @@ def candidate_spec(base: Any, cand: Candidate, run_steps: int | None = None,
     """``base`` (a TrainSpec: loss, optimizer, schedule, modes) training ``cand``. A cosine
     schedule is written for a run of ``full_steps``; a fine-tune of ``run_steps`` gets it
     stretched to its own length (its warmup too)."""
-    from .train.spec import TrainableRule
-
     if run_steps and full_steps and base.schedule.name == "cosine" and run_steps != full_steps:
         sc = base.schedule
         t = max(1, round(sc.total_steps * run_steps / full_steps))
@@ -116,8 +132,6 @@ class Budget:
     board_arg: str | None = None        # the board as the user gave it (a name or a file)
 
     def describe(self) -> str:
-        from .board import format_size
-
         parts = [f"SRAM {format_size(self.sram)}"]
         if self.flash is not None:
             parts.append(f"flash {format_size(self.flash)}")
@@ -155,8 +169,6 @@ def step_instructions(calls: Sequence[Any], graph: Graph, target: Any) -> int:
     output element, per call; backends.cost): a gradient kernel priced as its forward
     family, a kernel without factors at ELEMENT_INSTRUCTIONS per output element. An
     estimate for the search's latency budget, not a measurement."""
-    from .backends.cost import STATIC_FACTORS, core_class, kernel_family
-
     core = core_class(target) if target is not None else "dsp"
     core = "dsp" if core in ("host", "mve", "hexagon") else core
     total = 0.0
@@ -178,9 +190,6 @@ class Planner:
     ``compile`` makes (the same chain and cost model)."""
 
     def __init__(self, graph: Graph, board: Any, backend: str = "auto", measure: bool = True):
-        from .backends import chain_for
-        from .pipeline import kernel_costs
-
         self.graph, self.board, self.backend = graph, board, backend
         self.chain = chain_for(board, backend)
         self.cost = kernel_costs(graph, board, self.chain, measure=measure)
@@ -191,8 +200,6 @@ class Planner:
         ``instructions`` per step, for ``spec`` (memoised by its short form)."""
         key = spec.source
         if key not in self._memo:
-            from .pipeline import beside_training, plan_lowered, project_memory, training_graph
-
             tg = training_graph(self.graph, spec)
             infer = plan_lowered(beside_training(self.graph, tg), self.board, self.backend,
                                  cost=self.cost)
@@ -234,11 +241,6 @@ def linked_footprint(graph: Graph, spec: Any, budget: Budget, backend: str,
                      measure: bool) -> dict[str, int] | None:
     """SRAM and flash of the firmware image of ``spec`` (compiled, built and linked for the
     budget's board in a temporary directory); None without the board's toolchain."""
-    import tempfile
-
-    from .pipeline import build_project, compile_model
-    from .targets import toolchain_available
-
     board = budget.board
     if board is None or board.arch == "host" or not toolchain_available(board)[0]:
         return None
@@ -266,15 +268,7 @@ def unit_costs(planner: Planner, base: Any, layers: int,
     return costs
 
 
-def parametric_layers(graph: Graph) -> list[Any]:
-    from .train.spec import parametric_layers as layers
-
-    return layers(graph)
-
-
 def _rule_bias(i: int) -> Any:
-    from .train.spec import TrainableRule
-
     return TrainableRule(layers=(i,), params="bias")
 
 
@@ -323,11 +317,7 @@ def _fine_tune(job: tuple) -> tuple[str, float, dict]:
     """One short fine-tune (runs in a worker process): (short form, score, facts). An empty
     set (spec None) scores the model as it is."""
     graph, spec, train, evals, epochs, engine, seed, backend, base = job
-    from .fit import fit_model
-
     if spec is None:
-        from .train.spec import TrainableRule
-
         probe = replace(base, trainable=(TrainableRule(layers="last 1"),))
         r = fit_model(graph, probe, train, evals, epochs=0, engine="golden", seed=seed)
         return "none", score_of(r, probe.loss), {"steps": 0}
@@ -346,8 +336,6 @@ class FineTunes:
                  evals: Mapping[str, np.ndarray], *, epochs: int, engine: str, seed: int,
                  backend: str, jobs: int, cache: Path | None, what: str,
                  full_steps: int | None = None):
-        from .model_store import graph_digest
-
         self.graph, self.base, self.train, self.evals = graph, base, train, evals
         self.epochs, self.engine, self.seed = epochs, engine, seed
         self.backend, self.jobs, self.what = backend, jobs, what
@@ -403,8 +391,6 @@ class FineTunes:
             if self.jobs > 1 and len(jobs) > 1:
                 # threads: a host fine-tune spends its time in the C compiler and the built
                 # program (subprocesses), and threads need no re-import of the caller's script
-                from concurrent.futures import ThreadPoolExecutor
-
                 with ThreadPoolExecutor(max_workers=self.jobs) as pool:
                     for name, score, facts in pool.map(_fine_tune, jobs):
                         self._record(name, score, facts, on_done)
@@ -435,8 +421,6 @@ def weight_units(graph: Graph, layers: Sequence[Any], ratios: Sequence[float] = 
                  ) -> list[tuple[int, float]]:
     """(layer, ratio) pairs worth a fine-tune: per layer, ratios that select a different
     number of channels (``ceil(r * C)``) than a smaller ratio does."""
-    from .ir import weight_axis
-
     out = []
     for i, op in enumerate(layers):
         c = graph.tensors[op.inputs[1]].shape[weight_axis(op.type)]
@@ -576,8 +560,6 @@ def default_base(backward: str, steps: int) -> Any:
     """The optimizer and modes a search uses unless ``--base`` gives others: tiny-training's
     SGD with momentum and a cosine decay over the run's ``steps``, master copies (fp32
     backward; the int8 mode keeps its constant lr)."""
-    from .train.spec import Optimizer, Schedule, TrainSpec
-
     sched = Schedule(name="cosine", total_steps=max(1, steps)) if backward == "fp32" else \
         Schedule()
     return TrainSpec(optimizer=Optimizer(name="sgd", lr=0.01, momentum=0.9), schedule=sched,
@@ -750,8 +732,6 @@ def run_search(graph: Graph, train: Mapping[str, np.ndarray],
 
 def spec_yaml(spec: Any, header: Sequence[str] = ()) -> str:
     """A training spec as the YAML file ``--train`` reads, with ``header`` as comments."""
-    from .train.spec import Optimizer, Schedule
-
     def flow(d: Mapping[str, Any]) -> str:
         return "{" + ", ".join(f"{k}: {_yaml_value(v)}" for k, v in d.items()) + "}"
 

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from .ir import PARAMETRIC_OPS, Graph, Op, Role, Tensor
+from .train.spec import layer_kind, parametric_layers
 
 
 def op_macs(graph: Graph, op: Op) -> int:
@@ -75,8 +76,6 @@ def trainable_layers(graph: Graph) -> list[dict[str, Any]]:
     ``kind_index`` (its index among the layers of its kind: ``bias:conv.2``), the weight's
     shape and what can train (``trainable``: weight when it is a constant, bias when the layer
     has one; a float model's layers all get one when quantized)."""
-    from .train.spec import layer_kind, parametric_layers
-
     quantized = graph.tensors[graph.inputs[0]].dtype != "float32" if graph.inputs else True
     seen: dict[str, int] = {}
     out = []

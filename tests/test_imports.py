@@ -224,7 +224,7 @@ def test_imports_resolve():
     ref_args = GRAPH["codegen.backends.ref_args"]
     assert "codegen.golden.numerics" in ref_args  # from ..golden import numerics as nx
     assert "codegen.golden" in ref_args  # the package's __init__ runs first
-    assert "codegen.train.spec" in GRAPH["codegen.summary"]  # inside a function
+    assert "codegen.golden.training" in GRAPH["codegen.backends.params"]  # inside a function
     assert "codegen.errors" in GRAPH["codegen.board"]
 
 

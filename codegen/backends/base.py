@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ir import Graph, Op
+from ..resources import source_root
 from .kernel_call import KernelCall
 
 Builder = Callable[[Graph, Op, int, "Target"], "KernelCall | None"]
@@ -56,8 +57,6 @@ class ThirdParty:
 
     def root(self) -> Path | None:
         """The checkout, or None when it is missing (or the submodule is empty)."""
-        from ..resources import source_root
-
         given = os.environ.get(self.env)
         candidates = [Path(given)] if given else []
         repo = source_root()

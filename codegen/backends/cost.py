@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ..ir import Graph, Op
 from ..summary import op_macs
+from .arm import BODIES
 from .base import Target
 from .kernel_call import ArrayArg, ContextArg, KernelCall, ScalarArg, Struct, StructArg
 
@@ -83,8 +84,6 @@ STATIC_FACTORS: dict[tuple[str, str, str], tuple[float, float, float]] = {
 
 
 def kernel_family(call: KernelCall) -> str:
-    from .arm import BODIES
-
     name = {body: ool for ool, body in BODIES.items()}.get(call.kernel, call.kernel)
     name = name.removeprefix("pe_")
     for suffix in ("_cmsis", "_arm", "_hvx", "_per_channel"):

@@ -260,7 +260,7 @@ def mutable_tensors(graph: Graph) -> frozenset[str]:
     update op writes), and for an inference graph compiled beside a training graph the ones
     that graph changes (``metadata["mutable_tensors"]``, see ``pipeline.beside_training``):
     nothing computed from them can be baked into flash."""
-    from ..golden.training import trainable_parameters
+    from ..golden.training import trainable_parameters  # lazy: --help imports this module
 
     names = set(graph.metadata.get(MUTABLE, ()))
     names.update(trainable_parameters(graph))

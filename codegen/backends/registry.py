@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import PockError
+from ..errors import ModelError, PockError
 from ..ir import Graph, Op
 from .arm import ARM
 from .base import Backend, Target
@@ -107,8 +107,6 @@ def kernel_call(graph: Graph, op: Op, batch: int = 1) -> KernelCall:
     """The ref kernel call of any op (forward or training); ModelError if none can run it."""
     call = REF.build(graph, op, batch)
     if call is None:
-        from ..errors import ModelError
-
         raise ModelError(f"op {op.name!r} ({op.type}): no portable C kernel for this op")
     return call
 

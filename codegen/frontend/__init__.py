@@ -38,7 +38,7 @@ def load_model(path: str | os.PathLike) -> Graph:
         return read_tflite(data, source)
     if _looks_like_onnx(data):
         try:
-            from .onnx_reader import read_onnx
+            from .onnx_reader import read_onnx  # optional: onnx
         except ModuleNotFoundError as e:
             if e.name != f"{__name__}.onnx_reader":
                 raise
@@ -70,7 +70,7 @@ def export_model(graph: Graph, path: str | os.PathLike) -> str:
     if fmt == "tflite":
         save_model(graph, path)
         return fmt
-    from .onnx_writer import write_onnx
+    from .onnx_writer import write_onnx  # optional: onnx
 
     data = write_onnx(graph)
     try:

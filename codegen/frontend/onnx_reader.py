@@ -86,7 +86,7 @@ def read_onnx(data: bytes, source: str = "<bytes>") -> Graph:
 # -- parsing ----------------------------------------------------------------------------------
 
 def _parse(data: bytes, source: str) -> Any:
-    import onnx
+    import onnx  # optional: onnx
 
     def bad(why: str) -> ModelError:
         return ModelError(f"{source}: not a valid ONNX model ({why})")
@@ -180,7 +180,7 @@ class _Importer(LayerConverters):
                     self.consumers[name].append(idx)
 
     def _read_initializers(self) -> None:
-        from onnx import TensorProto, numpy_helper
+        from onnx import TensorProto, numpy_helper  # optional: onnx
 
         if len(self.gp.sparse_initializer):
             raise self.err("sparse initializers are not supported")
@@ -449,7 +449,7 @@ class _Importer(LayerConverters):
         return out
 
     def _attrs(self, idx: int) -> dict[str, Any]:
-        from onnx import helper
+        from onnx import helper  # optional: onnx
 
         return {a.name: helper.get_attribute_value(a) for a in self.nodes[idx].attribute}
 
@@ -527,7 +527,7 @@ class _Importer(LayerConverters):
         self.done.add(idx)
 
     def _evaluate(self, idx: int, ins: list[Value | None]) -> list[np.ndarray]:
-        from onnx.reference import ReferenceEvaluator
+        from onnx.reference import ReferenceEvaluator  # optional: onnx
 
         node = self.nodes[idx]
         feeds = {}
@@ -670,7 +670,7 @@ class _Importer(LayerConverters):
 
     def _check_arity(self, idx: int) -> None:
         """Input/output counts against the operator schema of the model's opset."""
-        import onnx.defs
+        import onnx.defs  # optional: onnx
 
         node = self.nodes[idx]
         try:

@@ -71,8 +71,8 @@ def check_onnx_export(graph: Graph) -> None:
 
 def _model(graph: Graph, check: bool = True) -> Any:
     try:
-        import onnx
-        from onnx import helper
+        import onnx  # optional: onnx
+        from onnx import helper  # optional: onnx
     except ModuleNotFoundError:
         raise ModelError("writing ONNX models needs the 'onnx' package (pip install "
                          "onnx)") from None
@@ -128,12 +128,12 @@ class _Writer:
 
     def node(self, op_type: str, inputs: list[str], outputs: list[str], name: str,
              **attrs: Any) -> None:
-        from onnx import helper
+        from onnx import helper  # optional: onnx
 
         self.nodes.append(helper.make_node(op_type, inputs, outputs, name=name, **attrs))
 
     def init(self, base: str, arr: np.ndarray) -> str:
-        from onnx import numpy_helper
+        from onnx import numpy_helper  # optional: onnx
 
         name = self.fresh(base)
         # np.array, not np.ascontiguousarray: a 0-d scale must stay a scalar (per-tensor
@@ -142,7 +142,7 @@ class _Writer:
         return name
 
     def value_info(self, name: str, shape: tuple[int, ...]) -> Any:
-        from onnx import TensorProto, helper
+        from onnx import TensorProto, helper  # optional: onnx
 
         dims: list[Any] = list(_onnx_shape(shape))
         if self.dynamic and dims:

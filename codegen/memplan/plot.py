@@ -153,7 +153,7 @@ def _svg(items: list, height: int) -> str:
 
 def _png(items: list, height: int, path: Path) -> None:
     try:
-        import matplotlib
+        import matplotlib  # optional: the plot extra (PNG only)
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         from matplotlib.patches import Rectangle

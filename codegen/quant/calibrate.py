@@ -8,6 +8,7 @@ import numpy as np
 
 from ..data import check_finite
 from ..errors import PockError
+from ..golden import prepare
 from ..ir import Graph
 
 CalibData = np.ndarray | list[np.ndarray] | dict[str, np.ndarray]
@@ -95,8 +96,6 @@ def calibrate(graph: Graph, batches: list[np.ndarray]) -> Ranges:
     """Run the float graph (golden model) over the calibration batches and record every float
     tensor's range. A graph with batch size 1 takes the whole batch at once; otherwise the
     samples are fed in chunks of the graph's batch size."""
-    from ..golden import prepare
-
     program = prepare(graph)
     ranges = Ranges()
     n = batches[0].shape[0]

@@ -15,6 +15,7 @@ The device harness itself is ``templates/main_device.c.j2``.
 from __future__ import annotations
 
 import hashlib
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from .board_build import (
 )
 from .environment import render
 from .linker import render_linker_script
+from .literals import array_rows
 from .names import comment_text
 
 # what the device harness keeps in RAM besides its output buffer (SHA-256 state...), bytes
@@ -140,8 +142,6 @@ def check_data(data: DeviceData, *, input_bytes: int, output_bytes: int, trainin
 
 def _array(name: str, ctype: str, values: np.ndarray, comment: str, inf: str
            ) -> dict[str, Any]:
-    from .literals import array_rows
-
     flat = np.asarray(values).reshape(-1)
     size = max(1, int(flat.size))
     return {"name": name, "ctype": ctype, "size": size, "comment": comment_text(comment),
@@ -239,8 +239,6 @@ def board_files(board: Board, prefix: str) -> BoardFiles:
 
 def _words(command: str) -> list[str]:
     """A compiler command ($CC may be ``ccache gcc``) as words, each quoted in the Makefile."""
-    import shlex
-
     try:
         return shlex.split(command) or [command]
     except ValueError:                   # unbalanced quotes: one word

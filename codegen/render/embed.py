@@ -9,14 +9,17 @@ and ``embed_data`` rewrites that project's data files for ``pockengine sim --dat
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..data import TensorSpec, fit_targets, fit_to, load_npz, sample_order
 from ..errors import PockError
-from .output import Project
+from .device import DeviceData, check_data, data_files
+from .output import MANIFEST, Project
 
 
 def _split(data: Any, what: str) -> tuple[np.ndarray, Any, str | None]:
@@ -24,8 +27,6 @@ def _split(data: Any, what: str) -> tuple[np.ndarray, Any, str | None]:
     if data is None:
         return np.zeros(0), None, None
     if isinstance(data, (str, Path)):
-        from ..data import load_npz
-
         x, y = load_npz(data)
         return x, y, str(data)
     if isinstance(data, Mapping):
@@ -45,9 +46,6 @@ def device_data(inp: Any, out: Any, loss: str | None, train: Any = None, evals: 
     ``inp`` / ``out``: the model input and output (``codegen.data.TensorSpec``); ``loss``: the
     training loss (None: an inference-only project; eval labels are then optional).
     ``train`` / ``evals``: .npz paths, mappings with ``x``/``y`` or ``(x, y)`` tuples."""
-    from ..data import fit_targets, fit_to, sample_order
-    from .device import DeviceData
-
     if epochs < 0:
         raise PockError(f"epochs must be >= 0, got {epochs}")
     empty = np.zeros((0, *inp.shape[1:]), np.int8)
@@ -82,8 +80,6 @@ def project_data(project: Project, train: Any = None, evals: Any = None, *,
                  shuffle: bool | None = None, print_outputs: bool | None = None) -> Any:
     """``device_data`` for an existing project: its input/output from the manifest; what is not
     given is taken from the project's current data (its source files must still exist)."""
-    from ..data import TensorSpec
-
     m = project.manifest
     cur = m.get("device", {}).get("data", {})
     src = cur.get("source", {})
@@ -114,11 +110,6 @@ def project_data(project: Project, train: Any = None, evals: Any = None, *,
 
 def embed_data(project: Project, data: Any) -> Project:
     """Rewrite the project's data files and manifest for ``data`` (a DeviceData)."""
-    import json
-
-    from .device import check_data, data_files
-    from .output import MANIFEST
-
     m = dict(project.manifest)
     if "device" not in m:
         raise PockError(f"{project.dir}: a {m.get('board')} project has no embedded data "

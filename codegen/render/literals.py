@@ -68,7 +68,7 @@ _FLOAT32_OVERFLOW = 2**128 - 2**103           # float32 max + half its last step
 
 def _nearest_float32(text: str) -> float:
     """The float32 nearest to the decimal ``text`` (ties to even), as a compiler reads it."""
-    from fractions import Fraction
+    from fractions import Fraction  # lazy: --help imports this module
 
     exact = Fraction(text)
     if abs(exact) >= _FLOAT32_OVERFLOW:        # rounds to infinity (ties: to even, inf)

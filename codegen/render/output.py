@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..board import load_board, load_board_file
 from ..errors import PockError, brief
 from .project import MANIFEST, RenderedProject
 
@@ -38,8 +39,6 @@ class Project:
         """The project's board (a ``codegen.board.Board``): the copy of its board file that
         the project keeps when it was compiled with ``--board PATH.yaml`` (manifest
         ``board_file``), else the catalogue's board of that name."""
-        from ..board import load_board, load_board_file
-
         rel = self.manifest.get("board_file")
         if rel is None:
             try:

@@ -44,7 +44,7 @@ from ..ir import Graph, Op
 from ..memplan import MemoryPlan
 from ..schedule import align_up
 from .literals import array_rows, c_float, c_float_decimal, c_int
-from .names import Namer, comment_text
+from .names import Namer, comment_text, sanitize
 
 ALIGNMENT = 16
 # phase of a training-graph op -> the runtime's phase number (runtime_c/runtime/pe_profile.h)
@@ -92,7 +92,7 @@ class SourceInfo:
 # -- small helpers ------------------------------------------------------------------------------
 def op_phase(op: Op) -> str:
     """forward | loss | backward | update (ReLU masks are computed with the forward pass)."""
-    from ..train.report import phase
+    from ..train.report import phase  # lazy: --help imports this module
 
     ph = phase(op)
     return "forward" if ph == "mask" else ph
@@ -170,8 +170,6 @@ class _KernelConstants:
 
 
 def _hint(text: str) -> str:
-    from .names import sanitize
-
     return sanitize(text).lower()[:24]
 
 
@@ -489,7 +487,7 @@ class RecordBuilder:
             export.append({"macro": self.param_slots[name].macro, "kind": kind,
                            "count": t.size, "bytes": t.nbytes,
                            "comment": comment_text(f"{name}: {t.dtype} {_shape(t.shape)}")})
-        from ..golden.training import saturation_counters
+        from ..golden.training import saturation_counters  # lazy: --help imports this module
 
         counters = [{"macro": self.param_slots[n].macro, "comment": comment_text(n)}
                     for n in saturation_counters(g)]

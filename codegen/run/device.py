@@ -20,8 +20,14 @@ from typing import Any
 
 import numpy as np
 
+from ..board import format_size
 from ..errors import PockError, plural
+from ..render.device import FIRST_OP_PHASE
 from ..render.output import Project, open_project
+from ..targets import run_on_emulator
+from ..toolchain.device import FirmwareBuild, build_firmware
+from ..train.report import saturation_line
+from .host import saturation_series
 
 DEFAULT_TIMEOUT = 600.0
 PHASES = ("forward", "loss", "backward", "update")
@@ -59,8 +65,6 @@ class DeviceResult:
 
     def saturation(self) -> dict[str, Any]:
         """``saturated_updates`` and ``saturated_per_step`` (as ``fit`` reports them)."""
-        from .host import saturation_series
-
         return saturation_series(self.saturated)
 
     def accuracy(self, which: str) -> float | None:
@@ -75,9 +79,6 @@ def run_device(project: Any, *, timeout: float = DEFAULT_TIMEOUT, profile: bool 
                on_line: Callable[[str], None] | None = None) -> DeviceResult:
     """Build (if needed) and run a board project's firmware on its emulator. ``on_line``: gets
     every line the firmware prints, as it prints it (progress)."""
-    from ..targets import run_on_emulator
-    from ..toolchain.device import FirmwareBuild, build_firmware
-
     if isinstance(build, FirmwareBuild):
         fw = build
     else:
@@ -188,8 +189,6 @@ def instruction_report(project: Project, board: Any, result: Any, steps: int,
     out["calls"] = {name: int(pc.calls) for name, pc in sorted(ph.items())
                     if not name.startswith("p")}
     if profile_ops:
-        from ..render.device import FIRST_OP_PHASE
-
         ops = (project.manifest.get("training") or {}).get("ops", [])
         per_op = []
         for k, op in enumerate(ops):
@@ -233,8 +232,6 @@ def result_json(project: Project, res: DeviceResult) -> dict[str, Any]:
 def format_result(summary: dict[str, Any], build: dict[str, Any] | None = None,
                   epoch_lines: bool = True) -> str:
     """A human-readable report of a firmware run (``pockengine sim``, the demo)."""
-    from ..board import format_size
-
     lines = []
     acc = lambda v: "-" if v is None else f"{v:.2%}"
     n, steps, epochs = summary["train_samples"], summary["steps"], summary["epochs"]
@@ -249,8 +246,6 @@ def format_result(summary: dict[str, Any], build: dict[str, Any] | None = None,
             lines.append(f"  epoch {e + 1}/{epochs}: mean loss {np.mean(chunk):.4f} "
                          f"(first {chunk[0]:.4f}, last {chunk[-1]:.4f})")
     if steps:
-        from ..train.report import saturation_line
-
         lines.append(saturation_line(summary["saturated_updates"],
                                      summary["saturated_per_step"]))
     if summary.get("accuracy_before") is not None:

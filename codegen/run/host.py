@@ -20,6 +20,7 @@ import numpy as np
 from ..data import sample_order
 from ..errors import PockError
 from ..render.output import Project, open_project
+from ..toolchain import BuildResult, build_project
 
 
 class HostRunError(PockError):
@@ -31,8 +32,6 @@ class HostRunError(PockError):
 
 
 def _project(project: Any) -> Project:
-    from ..toolchain import BuildResult
-
     if isinstance(project, BuildResult):
         return project.project
     if isinstance(project, Project):
@@ -42,8 +41,6 @@ def _project(project: Any) -> Project:
 
 def _binary(project: Any, sanitize: bool) -> Path:
     """The built harness (building the project first if needed)."""
-    from ..toolchain import BuildResult, build_project
-
     if isinstance(project, BuildResult):
         return project.binary
     proj = _project(project)

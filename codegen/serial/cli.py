@@ -1,5 +1,9 @@
 """The serial verbs of ``pockengine``: train, eval, pull (the pockengine protocol) and flash
-(the STM32 UART bootloader). ``codegen.cli`` registers them with ``add_serial_verbs``."""
+(the STM32 UART bootloader). ``codegen.cli`` registers them with ``add_serial_verbs``.
+
+Every command line, ``--help`` included, imports this module, so (as in ``codegen.cli``) the
+verbs import what they run inside their functions.
+"""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ class _Redo(Exception):
 
 
 def _link_errors() -> tuple[type[BaseException], ...]:
-    import serial
+    import serial  # pyserial, once a link is open; --help imports this module
 
     return (LinkDown, serial.SerialException, OSError)
 

@@ -20,15 +20,26 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import PockError
+from ..model_store import cache_model
+from ..render.embed import banner_of
+from ..render.environment import render
 from ..render.names import comment_text
 from ..render.output import Project, open_project
+from ..resources import data_dir
+from ..targets import compiler, emulator_available, size_report, toolchain_available
+from ..targets.build import UART_SOURCES, first_error
+from ..targets.emulator import qemu_arm_command
+from ..toolchain.make import BuildError, find_make, run_make
+from .transport import tcp_address
 
 SERIAL_RUNTIME = ("pe_frame.h", "pe_frame.c", "pe_proto.h", "pe_proto.c", "pe_checkpoint.h",
                   "pe_checkpoint.c", "pe_storage.h", "pe_storage_semihosting.c",
@@ -107,11 +118,6 @@ def _board(project: Project) -> Any:
 
 def serial_files(project: Project) -> dict[str, bytes]:
     """main_serial.c, the serial runtime and the UART driver, project-relative."""
-    from ..render.embed import banner_of
-    from ..render.environment import render
-    from ..resources import data_dir
-    from ..targets.build import UART_SOURCES
-
     board = _board(project)
     m = project.manifest
     p = project.prefix
@@ -178,10 +184,6 @@ def build_serial_firmware(project: Project | str | Path, *, trace: bool = False
     line for every sample applied, checkpoint saved and state restored). The project's model
     (``model.tflite``) is copied into the local cache under the firmware's model hash, so that
     ``pull`` finds it without ``--model`` from anywhere (``codegen/model_store.py``)."""
-    from ..targets import compiler, size_report, toolchain_available
-    from ..targets.build import UART_SOURCES
-    from ..toolchain.make import BuildError, find_make, run_make
-
     proj = project if isinstance(project, Project) else open_project(project)
     board = _board(proj)
     ok, why = toolchain_available(board)
@@ -220,13 +222,9 @@ def build_serial_firmware(project: Project | str | Path, *, trace: bool = False
                                f"DEVICE_SRCS={' '.join(sources)}",
                                f"CFLAGS=-Iruntime/serial {' '.join(defines)}"], log_dir=out)
     if status != 0:
-        from ..targets.build import first_error
-
         raise BuildError(f"{proj.dir}: serial firmware build for {board.name} failed: "
                          f"{first_error(log)} (log: {out / 'build.log'})", log)
     elf = out / Path(proj.manifest["binary"]).name
-    from ..model_store import cache_model
-
     cache_model(proj, model_hash(proj))     # pull finds the model by the device's hash
     rep = size_report(elf)
     sizes = {"flash_bytes": rep.flash_bytes, "sram_bytes": rep.sram_total_bytes}
@@ -242,8 +240,6 @@ def build_serial_firmware(project: Project | str | Path, *, trace: bool = False
 def qemu_serial_spec(uart: str) -> tuple[str, str, int]:
     """``tcp:HOST:PORT[,opts]`` or ``socket://HOST:PORT`` -> (QEMU -serial spec, host, port);
     a port outside 1..65535 is a one-line error."""
-    from .transport import tcp_address
-
     host, port, opts = tcp_address(uart, "--uart")
     if opts and not re.fullmatch(r"(?:,[^,]+)+", opts):
         raise PockError(f"--uart {uart!r}: expected tcp:HOST:PORT[,OPTION=VALUE...] or "
@@ -300,9 +296,6 @@ def start_serial_firmware(fw: SerialFirmware, uart: str, work_dir: str | Path, *
                           ready_timeout: float = 30.0) -> RunningFirmware:
     """Run the firmware on its board's emulator (QEMU), UART on ``uart`` (tcp:HOST:PORT),
     with ``work_dir`` as the emulator's working directory (the checkpoint file's home)."""
-    from ..targets import emulator_available
-    from ..targets.emulator import qemu_arm_command
-
     board = fw.board
     ok, why = emulator_available(board)
     if not ok:
@@ -329,9 +322,6 @@ def start_serial_firmware(fw: SerialFirmware, uart: str, work_dir: str | Path, *
 
 def _terminate_as_interrupt() -> None:
     """SIGTERM ends ``sim --uart`` like Ctrl-C (so the emulator is stopped, not orphaned)."""
-    import signal
-    import threading
-
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 

@@ -29,9 +29,14 @@ from typing import Any
 
 import numpy as np
 
+from ..data import TensorSpec, fit_targets, fit_to, load_npz, sample_order
 from ..errors import PockError
+from ..frontend import export_model
+from ..model_store import cache_dir, cached_model, load, project_model, quantize
+from ..render.output import open_project, read_manifest
 from . import protocol as P
 from .client import Device, DeviceError
+from .firmware import model_hash
 
 DEFAULT_CHECKPOINT_EVERY = 64
 
@@ -41,8 +46,6 @@ def device_tensors(desc: dict[str, Any] | None) -> tuple[Any, Any]:
     """(input, output) TensorSpecs from a device description, or (None, None)."""
     if not desc or "input" not in desc or "output" not in desc:
         return None, None
-    from ..data import TensorSpec
-
     return TensorSpec.from_dict(desc["input"]), TensorSpec.from_dict(desc["output"])
 
 
@@ -50,8 +53,6 @@ def prepare_data(info: P.Info, desc: dict[str, Any] | None, data: Any, what: str
                  loss: str | None) -> tuple[np.ndarray, np.ndarray | None]:
     """Samples for the device: int8 inputs (N, input_bytes) and labels (N,) or int8 targets
     (N, output bytes), fitted with the device's input quantization when it describes it."""
-    from ..data import fit_targets, fit_to, load_npz
-
     if isinstance(data, (str, Path)):
         x, y = load_npz(data)
         name = str(data)
@@ -108,8 +109,6 @@ def train_over_serial(dev: Device, data: Any, *, epochs: int = 1, seed: int = 0,
     """Stream a data set to the device (see the module docstring). ``progress(done, total,
     fields)`` is called after every sample. Returns the summary (``params_sha256`` of the
     device's exported parameters, per-step ``loss``, link counters, ...)."""
-    from ..data import sample_order
-
     if epochs < 0:
         raise PockError(f"--epochs must be >= 0, got {epochs}")
     info = dev.info()
@@ -253,8 +252,6 @@ def eval_over_serial(dev: Device, data: Any,
 
 def _int8_targets(data: Any) -> bool:
     if isinstance(data, (str, Path)):
-        from ..data import load_npz
-
         data = load_npz(data)
     y = data[1]
     return y is not None and np.asarray(y).dtype == np.int8 and np.asarray(y).ndim > 1
@@ -300,8 +297,6 @@ def resolve_graph(desc: dict[str, Any], model: str | Path | None, calib: str | P
                   ) -> tuple[Any, dict[str, Any]]:
     """``original_graph`` and where the graph came from (``{"from": "model" | "project" |
     "cache" | "file", "path": ...}``)."""
-    from ..model_store import load, quantize
-
     m = desc.get("model") or {}
     if model is not None and project is not None:
         raise PockError("give the original model (--model) or its project (--project), "
@@ -343,8 +338,6 @@ def resolve_graph(desc: dict[str, Any], model: str | Path | None, calib: str | P
 
 
 def _project_hash(project: Any) -> bytes | None:
-    from .firmware import model_hash
-
     try:
         return model_hash(project)
     except OSError:
@@ -368,9 +361,6 @@ def stored_graph(m: dict[str, Any], model_hash: bytes | None, project: str | Pat
     model record; ``model_hash``: its INFO model hash), with where it came from; None when
     there is none (no ``project`` given, the current directory is not the device's project
     and the cache has no entry for the hash)."""
-    from ..model_store import cache_dir, cached_model, project_model
-    from ..render.output import open_project, read_manifest
-
     if project is not None:
         proj = open_project(project)
         have = _project_hash(proj)
@@ -403,8 +393,6 @@ def pull_model(dev: Device, output: str | Path, *, model: str | Path | None = No
     """Write the device's learned parameters into the original model, saved as ``output``
     (``.onnx``: a QDQ ONNX model, else .tflite). The original model: ``model`` (with ``calib``
     for a float one), else the model ``project`` keeps, else see ``original_graph``."""
-    from ..frontend import export_model
-
     info = dev.info()
     if not info.training or info.export_bytes == 0:
         raise PockError(f"{dev.port}: the firmware has no trainable parameters to pull")

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PockError
+from ..targets.elf import PT_LOAD, read_elf
+from .transport import LinkError, port_url
 
 ACK, NACK, BUSY, SYNC = 0x79, 0x1F, 0x76, 0x7F
 CMD_GET, CMD_GET_VERSION, CMD_GET_ID = 0x00, 0x01, 0x02
@@ -222,8 +224,6 @@ def load_image(path: str | Path, address: int | None) -> list[tuple[int, bytes]]
     except OSError as e:
         raise PockError(f"{p}: cannot read ({e.strerror or e})") from None
     if data[:4] == b"\x7fELF":
-        from ..targets.elf import PT_LOAD, read_elf
-
         elf = read_elf(p)
         pieces = [(s.paddr, data[s.offset:s.offset + s.filesz]) for s in elf.segments
                   if s.type == PT_LOAD and s.filesz > 0]
@@ -256,9 +256,7 @@ class FlashResult:
 
 def open_stm32_port(port: str, baudrate: int, timeout: float) -> Any:
     """The port at 8E1 (what the bootloader speaks)."""
-    import serial
-
-    from .transport import LinkError, port_url
+    import serial  # pyserial, to open the port
 
     port = port_url(port)
     try:

@@ -56,7 +56,7 @@ def port_url(port: str) -> str:
 def open_port(port: str, baudrate: int = DEFAULT_BAUD, timeout: float = 0.05, **kw: Any) -> Any:
     """A pyserial port for a device path or URL (socket://HOST:PORT or tcp:HOST:PORT for
     emulators)."""
-    import serial
+    import serial  # pyserial, to open a port; --help imports this module
 
     port = port_url(port)
     try:
@@ -66,7 +66,7 @@ def open_port(port: str, baudrate: int = DEFAULT_BAUD, timeout: float = 0.05, **
         raise LinkError(f"{port}: cannot open ({_reason(e)})") from None
     sock = getattr(link, "_socket", None)       # socket://: small frames, no Nagle delays
     if sock is not None:
-        import socket
+        import socket  # lazy: --help imports this module
 
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -24,6 +24,7 @@ from ..board import Board
 from ..errors import PockError
 from .elf import read_elf
 from .profile import build_plugin, parse_counts, plugin_args
+from .renode import run_renode, write_renode_scripts
 from .result import RunResult, parse_output, wait_for_line  # noqa: F401  (re-exported)
 
 
@@ -89,8 +90,6 @@ def run_on_emulator(board: Board, elf: str | Path, timeout: float = 60.0,
     ok, why = emulator_available(board)
     if not ok:
         if board.emulator == "renode":
-            from .renode import write_renode_scripts
-
             resc, robot = write_renode_scripts(board, elf, Path(work_dir or elf.parent),
                                                timeout=timeout)
             why += f"; scripts written: {resc}, {robot}"
@@ -99,8 +98,6 @@ def run_on_emulator(board: Board, elf: str | Path, timeout: float = 60.0,
     work.mkdir(parents=True, exist_ok=True)
 
     if board.emulator == "renode":
-        from .renode import run_renode
-
         return run_renode(board, elf, work, timeout=timeout, uart=uart)
 
     counts_file = work / f"{elf.stem}.insn.txt"

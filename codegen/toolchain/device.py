@@ -20,6 +20,8 @@ from ..board import Board, format_size
 from ..errors import PockError
 from ..render.names import make_assignment
 from ..render.output import Project
+from ..targets import compiler, size_report, toolchain_available, write_renode_scripts
+from ..targets.build import first_error
 from .make import BuildError, find_make, fresh_build_dir, run_make
 
 BUILD_DIRS = {False: "build", True: "build-ops"}
@@ -93,8 +95,6 @@ def build_firmware(project: Project, *, profile_ops: bool = False, check: bool =
                    ) -> FirmwareBuild:
     """``make`` the project for its board (``profile_ops``: with per-op markers, in
     ``build-ops``); ``check``: raise if the image does not fit the board's budget."""
-    from ..targets import compiler, size_report, toolchain_available
-
     board = project.board_record()
     ok, why = toolchain_available(board)
     if not ok:
@@ -110,8 +110,6 @@ def build_firmware(project: Project, *, profile_ops: bool = False, check: bool =
     status, log, _ = run_make(make, project.dir, args, log_dir=out)
     if status != 0:
         _overflow(project, board, log)
-        from ..targets.build import first_error
-
         raise BuildError(f"{project.dir}: build for {board.name} with {cc} failed: "
                          f"{first_error(log)} (log: {out / 'build.log'})", log)
     elf = out / Path(project.manifest["binary"]).name
@@ -122,8 +120,6 @@ def build_firmware(project: Project, *, profile_ops: bool = False, check: bool =
              "bss_bytes": rep.bss_bytes, "elf_bytes": elf.stat().st_size}
     fw = FirmwareBuild(project, board, elf, cc, sizes, profile_ops, log)
     if board.emulator == "renode":          # the scripts that run it, next to the ELF
-        from ..targets import write_renode_scripts
-
         write_renode_scripts(board, elf, out)
     if check:
         fw.check_budget()

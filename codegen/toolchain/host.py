@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..board import load_board
 from ..errors import PockError
 from ..render.names import make_assignment
 from ..render.output import Project, open_project
+from .device import build_firmware
 
 # BuildError and JOBS stay importable from here
 from .make import JOBS, BuildError, find_make, fresh_build_dir, run_make  # noqa: F401
@@ -51,8 +53,6 @@ class BuildResult:
 
 def _budget(board: str, sizes: dict[str, int]) -> dict[str, Any]:
     """The board's budget and whether the model + kernels fit it (host: a nominal budget)."""
-    from ..board import load_board
-
     try:
         b = load_board(board)
     except PockError:
@@ -105,8 +105,6 @@ def build_project(directory: str | Path | Project, *, cc: str | None = None,
     ``sanitize``). A build directory made with another compiler or flags starts over."""
     project = directory if isinstance(directory, Project) else open_project(directory)
     if "device" in project.manifest:
-        from .device import build_firmware
-
         if sanitize or cc or build_dir:
             raise PockError(f"{project.dir}: --sanitize, --cc and build directories are for "
                             f"host projects; this one is for board {project.board}")

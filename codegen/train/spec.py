@@ -36,6 +36,7 @@ channel-sparse update; the choice is made at compile time and recorded in the tr
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from dataclasses import dataclass, field, replace
@@ -46,6 +47,7 @@ import numpy as np
 
 from ..errors import SpecError, brief
 from ..ir import PARAMETRIC_OPS, Graph, Op, weight_axis
+from .loss import find_loss_site
 
 LOSSES = ("cross_entropy", "mse")
 OPTIMIZERS = ("sgd", "adam")
@@ -382,7 +384,7 @@ def load_spec(arg: str | Path) -> TrainSpec:
     except OSError:                  # e.g. a short form longer than a file name may be
         is_file = False
     if p.suffix in (".yaml", ".yml", ".json") or is_file:
-        from ..safe_yaml import load_yaml_file
+        from ..safe_yaml import load_yaml_file  # yaml: only for a spec file
 
         return spec_from_dict(load_yaml_file(p, "training spec"), str(p))
     return parse_short(str(arg))
@@ -493,9 +495,6 @@ def _unknown_layer(sel: Any, layers: list[Op], most: int = 5) -> str:
     """One line for a layer name the model lacks: at most ``most`` layers whose names come
     close (a whole name or any ';'- or '/'-separated piece of it, as TFLite names join
     several), by index and the tail of their name, and where to see them all."""
-    import difflib
-    import re
-
     key = str(sel).lower()
     pieces: dict[str, list[int]] = {}
     for i, op in enumerate(layers):
@@ -569,7 +568,5 @@ def resolve(spec: TrainSpec, graph: Graph) -> list[LayerUpdate]:
     if not out:
         raise _err(spec.source, "the trainable set is empty for this model (the selected "
                                 "layers have no bias)")
-    from .loss import find_loss_site  # the loss must fit the model output
-
-    find_loss_site(graph, spec, require_int8=False)
+    find_loss_site(graph, spec, require_int8=False)  # the loss must fit the model output
     return out
