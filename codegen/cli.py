@@ -366,9 +366,7 @@ def _search(args: argparse.Namespace, *, model, board_name: str | None, data: st
     bar = step_bar(None, "search", enabled=not quiet, unit="fine-tune")
 
     def progress(name: str, done: int, total: int) -> None:
-        if bar.active and bar._bar is not None and bar._bar.total != total:
-            bar._bar.total = total
-            bar._bar.refresh()
+        bar.set_total(total)
         bar.step(spec=name)
 
     from .backends.cost import cache_dir

@@ -59,6 +59,12 @@ class Bar:
             self._bar.set_postfix(shown, refresh=False)
         self._bar.update(n)
 
+    def set_total(self, total: int) -> None:
+        """A new total (work that grows as it goes: the ETA follows)."""
+        if self._bar is not None and self._bar.total != total:
+            self._bar.total = total
+            self._bar.refresh()
+
     def write(self, line: str) -> None:
         """Print ``line`` on stderr (above the bar while one is drawn)."""
         if self._bar is None:

@@ -253,23 +253,20 @@ def linked_footprint(graph: Graph, spec: Any, budget: Budget, backend: str,
 
 def unit_costs(planner: Planner, base: Any, layers: int,
                weight_units: Sequence[tuple[int, float]]) -> UnitCosts:
+    """The footprint of every unit planned alone: each layer's bias, each weight update."""
     costs = UnitCosts(layers=layers, fixed_sram=0)
     for i in range(layers):
-        spec = replace(candidate_spec(base, Candidate()), source=f"--train bias:{i}",
-                       trainable=(_rule_bias(i),))
+        spec = replace(base, trainable=(TrainableRule(layers=(i,), params="bias"),),
+                       source=f"--train bias:{i}")
         costs.units[("bias", i, 1.0)] = planner.footprint(spec)
+    ops = parametric_layers(planner.graph)
     for i, r in weight_units:
         m = dict(planner.footprint(candidate_spec(base, Candidate(weights=((i, r),)))))
-        op = parametric_layers(planner.graph)[i]
-        m["kept"] = planner.graph.tensors[op.inputs[0]].nbytes
+        m["kept"] = planner.graph.tensors[ops[i].inputs[0]].nbytes   # the input its gradient reads
         costs.units[("weight", i, r)] = m
     some = next(iter(costs.units.values()))
     costs.fixed_sram = some["stack"] + some["harness"]
     return costs
-
-
-def _rule_bias(i: int) -> Any:
-    return TrainableRule(layers=(i,), params="bias")
 
 
 def fits(m: Mapping[str, int], budget: Budget) -> bool:
