@@ -238,6 +238,30 @@ MOMENTUM_FRAC_BITS = 8       # fractional bits of the int8-mode momentum buffer 
 WEIGHT_MASTER_MAX = 127 << MASTER_FRAC_BITS
 
 
+def master_init(data: np.ndarray, master_dtype: str, kind: str,
+                channels: tuple[int, ...] | None, axis: int,
+                frac_bits: int = MASTER_FRAC_BITS) -> np.ndarray:
+    """The value of a parameter's master copy that follows the parameter ``data`` (in the
+    gradient's shape: the trained ``channels`` gathered along ``axis``, all without them):
+
+    - float32 master (``master_weights: fp32``): ``float32(p_q)`` of the trained entries;
+    - int32 master of an int8 weight (``master_weights: int32``): ``w_q << frac_bits``;
+    - int32 master of an int32 bias: its sub-quantum remainder, 0 (the bias itself does not
+      fit int32 with ``frac_bits`` fractional bits; see :func:`sgd_update_i8`).
+
+    The one formula for a master's initial value (training-graph builder), for the masters
+    an import sets (``golden.training.import_params``) and for the C of ``<p>_params_import``
+    (``render.records``, which emits these three rules)."""
+    init = np.asarray(data) if channels is None else np.take(data, list(channels), axis=axis)
+    if np.dtype(master_dtype) == np.float32:
+        return init.astype(np.float32)
+    if np.dtype(master_dtype) != np.int32:
+        raise ValueError(f"master dtype {master_dtype} (expected float32 or int32)")
+    if kind == "weight":
+        return (np.asarray(init, np.int64) << int(frac_bits)).astype(np.int32)
+    return np.zeros(np.shape(init), np.int32)
+
+
 def sgd_update_i8(param: np.ndarray, grad: np.ndarray, grad_exp: int, qas: np.ndarray,
                   qas_shift: np.ndarray, ch: Channels, *, momentum: float = 0.0,
                   buf: np.ndarray | None = None, master: np.ndarray | None = None,

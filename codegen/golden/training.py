@@ -4,6 +4,7 @@
     loss = train_step(tg, state, x, label)         # one sample: forward, loss, backward, updates
     result = fit(tg, state, xs, ys, epochs=3)      # {"loss": [...], "params_sha256": ...}
     saturation_count(tg, state)                    # saturated updates (pe_saturation_count)
+    import_params(tg, state, blob)                 # pe_params_import: parameters + masters
 
 Forward ops run on the forward golden kernels (bit exact with TFLM), training ops on
 ``train_kernels``; ops run in graph order, each reading the *current* value of the parameters
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,6 +29,7 @@ from .executor import run
 from .kernels import build_kernel
 from .kernels.common import batched
 from .train_kernels import TRAIN_KERNEL_BUILDERS, TrainKernel, build_train_kernel
+from .train_optim import MASTER_FRAC_BITS, master_init
 
 
 def _mutated(graph: Graph) -> list[str]:
@@ -71,6 +74,42 @@ def saturation_count(graph: Graph, state: TrainState) -> int:
     return min(total, COUNT_MAX)
 
 
+@dataclass(frozen=True)
+class MasterCopy:
+    """A parameter's master copy (slot ``master`` of its update op): the tensor names, the
+    master's dtype (float32 or int32), whether the parameter is a ``weight`` or a ``bias``,
+    its trained ``channels`` on ``axis`` (None = all) and the int32 master's fraction bits."""
+
+    master: str
+    param: str
+    dtype: str
+    kind: str
+    channels: tuple[int, ...] | None
+    axis: int
+    frac_bits: int
+
+
+def master_copies(graph: Graph) -> list[MasterCopy]:
+    """The master copies of the graph's update ops, in op order (none without
+    ``master_weights``)."""
+    out = []
+    for op in graph.ops:
+        if op.type not in PARAM_UPDATE_OPS:
+            continue
+        slot = dict(zip(UPDATE_INPUTS, op.inputs))
+        if not slot.get("master"):
+            continue
+        param = graph.tensors[slot["param"]]
+        # attr kind is informative; an int8 parameter is a weight, an int32 one a bias
+        kind = op.attrs.get("kind") or ("weight" if param.dtype == "int8" else "bias")
+        ch = op.attrs.get("channels")
+        out.append(MasterCopy(slot["master"], param.name, graph.tensors[slot["master"]].dtype,
+                              str(kind), None if ch is None else tuple(int(c) for c in ch),
+                              int(op.attrs.get("channel_axis", 0)),
+                              int(op.attrs.get("master_frac_bits", MASTER_FRAC_BITS))))
+    return out
+
+
 class TrainState:
     """Current values of a training graph's mutable tensors (parameters, optimizer state).
 
@@ -110,15 +149,17 @@ class TrainState:
         self.values[name] = value
         self.versions[name] += 1
 
+    def params_bytes(self) -> bytes:
+        """The trainable parameters as ``<p>_params_export`` writes them: in ``parameters``
+        order, each parameter's current value as C-order bytes in its dtype, little-endian
+        (int8 weights one byte per element, int32 biases four bytes), concatenated with
+        nothing in between (:func:`import_params` reads them back)."""
+        return b"".join(np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<")).tobytes()
+                        for v in (self.values[n] for n in self.parameters))
+
     def params_sha256(self) -> str:
-        """sha256 over the trainable parameters, in ``parameters`` order: each parameter's
-        current value as C-order bytes in its dtype, little-endian (int8 weights one byte per
-        element, int32 biases four bytes), concatenated with nothing in between."""
-        h = hashlib.sha256()
-        for n in self.parameters:
-            v = self.values[n]
-            h.update(np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<")).tobytes())
-        return h.hexdigest()
+        """sha256 of :meth:`params_bytes`."""
+        return hashlib.sha256(self.params_bytes()).hexdigest()
 
     def export(self, params_only: bool = True) -> dict[str, np.ndarray]:
         """Copies of the trainable parameters (or of every mutable tensor)."""
@@ -247,6 +288,45 @@ class TrainProgram:
         if keep_all:
             return env
         return {n: env[n] for n in g.outputs}
+
+
+def params_from_bytes(graph: Graph, blob: bytes) -> dict[str, np.ndarray]:
+    """An export blob (``<p>_params_export``, GET_PARAMS, ``run_host_fit``'s ``params``) as
+    arrays: the trainable parameters in export order (:func:`trainable_parameters`), each as
+    little-endian values of its dtype (int8 one byte, int32 four), back to back."""
+    names = trainable_parameters(graph)
+    total = sum(graph.tensors[n].nbytes for n in names)
+    if len(blob) != total:
+        raise PockError(f"parameter blob of {len(blob)} bytes, the training graph exports "
+                        f"{total}")
+    out, offset = {}, 0
+    for name in names:
+        t = graph.tensors[name]
+        dt = np.dtype(t.dtype).newbyteorder("<")
+        out[name] = np.frombuffer(blob, dt, t.size, offset).reshape(t.shape).astype(t.dtype)
+        offset += t.nbytes
+    return out
+
+
+def import_params(graph: Graph, state: TrainState,
+                  params: bytes | Mapping[str, np.ndarray]) -> None:
+    """What ``<p>_params_import`` does (SET_PARAMS): set the trainable parameters (an export
+    blob, or arrays by name: those given) and make their master copies follow them, i.e. hold
+    what they would have held had the model been compiled with these parameters
+    (``train_optim.master_init``). Momentum, Adam moments, accumulators, step counter, lr and
+    saturation counters are kept."""
+    if isinstance(params, (bytes, bytearray, memoryview)):
+        values = params_from_bytes(graph, bytes(params))
+    else:
+        values = dict(params)
+    unknown = [n for n in values if n not in state.parameters]
+    if unknown:
+        raise PockError(f"{unknown[0]!r} is not a trainable parameter of {graph.name!r}")
+    state.load(values)
+    for m in master_copies(graph):
+        if m.param in values:
+            state.set(m.master, master_init(state[m.param], m.dtype, m.kind, m.channels,
+                                            m.axis, m.frac_bits))
 
 
 def train_step(graph: Graph, state: TrainState, x: np.ndarray, label: Any) -> float:

@@ -460,7 +460,8 @@ class RecordBuilder:
         lg = self.lowered.train
         if lg is None:
             return {"pool_bytes": 0, "slots": [], "images": [], "export": [],
-                    "export_bytes": 0, "has_le32": False, "has_bytes": False, "counters": []}
+                    "export_bytes": 0, "has_le32": False, "has_bytes": False, "counters": [],
+                    "masters": []}
         g = lg.graph
         slots, images = [], []
         for s in self.param_slots.values():
@@ -487,14 +488,85 @@ class RecordBuilder:
             export.append({"macro": self.param_slots[name].macro, "kind": kind,
                            "count": t.size, "bytes": t.nbytes,
                            "comment": comment_text(f"{name}: {t.dtype} {_shape(t.shape)}")})
-        from ..golden.training import saturation_counters  # lazy: --help imports this module
+        # lazy: --help imports this module
+        from ..golden.training import master_copies, saturation_counters
 
         counters = [{"macro": self.param_slots[n].macro, "comment": comment_text(n)}
                     for n in saturation_counters(g)]
+        masters = [self._master_import(g, c) for c in master_copies(g)]
         return {"pool_bytes": lg.plan.params_bytes, "slots": slots, "images": images,
                 "export": export, "export_bytes": sum(e["bytes"] for e in export),
                 "has_le32": any(e["kind"] == "le32" for e in export),
-                "has_bytes": any(e["kind"] == "bytes" for e in export), "counters": counters}
+                "has_bytes": any(e["kind"] == "bytes" for e in export), "counters": counters,
+                "masters": masters}
+
+    def _master_import(self, g: Graph, c: Any) -> dict[str, Any]:
+        """The C block of ``<p>_params_import`` that makes master copy ``c``
+        (``golden.training.MasterCopy``) follow its imported parameter: the three rules of
+        ``golden.train_optim.master_init`` (float32 of the trained entries; an int8 weight's
+        ``w_q << F``, written as a product: shifting a negative value is undefined in C; an
+        int32 bias's remainder 0), over the trained channels gathered along the channel axis.
+        Returns ``comment`` and ``lines`` (the statements of one block, unindented)."""
+        param, master = g.tensors[c.param], g.tensors[c.master]
+        ptype, mtype = _elem_ctype(param.dtype, c.param), _elem_ctype(master.dtype, c.master)
+        at = self.macros["params_at"]
+        shape = param.shape
+        outer = int(np.prod(shape[:c.axis], dtype=np.int64))
+        total = int(shape[c.axis])
+        inner = int(np.prod(shape[c.axis + 1:], dtype=np.int64))
+        if master.dtype == "float32":
+            rule, what = "({mtype}){src}", f"float32 of {param.dtype} {c.param}"
+        elif master.dtype == "int32" and c.kind == "weight" and param.dtype == "int8":
+            rule = f"(int32_t){{src}} * (int32_t){c_int(1 << c.frac_bits)}"
+            what = f"{c.param} << {c.frac_bits}"
+        elif master.dtype == "int32" and c.kind == "bias":
+            rule, what = "0", "0 (the sub-quantum remainder)"
+        else:
+            raise ModelError(f"master {c.master!r}: no import rule for a {master.dtype} master "
+                             f"of a {param.dtype} {c.kind}")
+        n = total if c.channels is None else len(c.channels)
+        if int(master.size) != outer * n * inner:
+            raise ValueError(f"master {c.master!r}: {master.size} values, expected "
+                             f"{outer} x {n} x {inner}")
+        lines: list[str] = []
+        if rule != "0":
+            lines.append(f"const {ptype} *param = (const {ptype} *){at}"
+                         f"({self.param_slots[c.param].macro});")
+        lines.append(f"{mtype} *master = ({mtype} *){at}({self.param_slots[c.master].macro});")
+        if c.channels is None or rule == "0":    # every entry, in order
+            lines += ["size_t i;", f"for (i = 0; i < {c_int(int(master.size))}u; ++i) {{",
+                      "    master[i] = " + rule.format(mtype=mtype, src="param[i]") + ";", "}"]
+        else:
+            ctype = "uint16_t" if max(c.channels) < 2 ** 16 else "uint32_t"
+            values = [f"{int(ch)}u" for ch in c.channels]
+            if n <= 12:
+                lines.append(f"static const {ctype} ch[{n}] = {{{', '.join(values)}}};")
+            else:
+                lines.append(f"static const {ctype} ch[{n}] = {{")
+                lines += ["    " + ", ".join(values[k:k + 12]) + ("," if k + 12 < n else "")
+                          for k in range(0, n, 12)]
+                lines.append("};")
+            loops = [(v, bound) for v, bound in (("o", outer), ("j", n), ("i", inner))
+                     if v == "j" or bound > 1]
+            lines.append(f"size_t {', '.join(v for v, _ in loops)};")
+            row_dst, row_src = "j", "ch[j]"
+            if outer > 1:
+                row_dst, row_src = f"o * {n}u + j", f"o * {total}u + ch[j]"
+            if inner > 1:
+                row_dst, row_src = (f"({r}) * {inner}u + i" if outer > 1 else
+                                    f"{r} * {inner}u + i" for r in (row_dst, row_src))
+            pad = ""
+            for v, bound in loops:
+                lines.append(f"{pad}for ({v} = 0; {v} < {bound}u; ++{v}) {{")
+                pad += "    "
+            lines.append(f"{pad}master[{row_dst}] = "
+                         + rule.format(mtype=mtype, src=f"param[{row_src}]") + ";")
+            for _ in loops:
+                pad = pad[:-4]
+                lines.append(f"{pad}}}")
+        channels = "all channels" if c.channels is None else \
+            f"{n} of {total} channels on axis {c.axis}"
+        return {"comment": comment_text(f"{c.master} = {what}; {channels}"), "lines": lines}
 
     def _banner(self, source: SourceInfo, generator: str) -> list[str]:
         lines = [f"Generated by {generator} -- do not edit.",

@@ -109,8 +109,11 @@ def _order(order: Any, n: int, epochs: int) -> np.ndarray:
 
 
 def run_host_fit(project: Any, x: np.ndarray, targets: np.ndarray, order: Any = None,
-                 epochs: int = 1, *, sanitize: bool = False) -> dict[str, Any]:
-    """Train on the host: one ``pe_train_step`` per step, starting from ``pe_init``.
+                 epochs: int = 1, *, sanitize: bool = False,
+                 params: bytes | None = None) -> dict[str, Any]:
+    """Train on the host: one ``pe_train_step`` per step, starting from ``pe_init`` (then
+    ``pe_params_import(params)`` when ``params``, exported parameters, are given: training
+    starts from them, master weights included, as ``golden.training.import_params``).
 
     x: int8 inputs (N, ...); targets: class labels (N,) for cross-entropy, int8 targets of
     the output's shape for MSE. order: None (file order each epoch), an int seed (a fresh
@@ -148,9 +151,17 @@ def run_host_fit(project: Any, x: np.ndarray, targets: np.ndarray, order: Any = 
         xs.tofile(t / "inputs.bin")
         tgt.tofile(t / "targets.bin")
         steps.astype("<i4").tofile(t / "order.bin")
-        _run(binary, ["fit", str(t / "inputs.bin"), str(t / "targets.bin"),
-                      str(t / "order.bin"), str(len(steps)), str(t / "losses.bin"),
-                      str(t / "params.bin"), str(t / "saturated.bin")])
+        args = ["fit", str(t / "inputs.bin"), str(t / "targets.bin"), str(t / "order.bin"),
+                str(len(steps)), str(t / "losses.bin"), str(t / "params.bin"),
+                str(t / "saturated.bin")]
+        if params is not None:
+            want = int(training["export_bytes"])
+            if len(params) != want:
+                raise PockError(f"initial parameters of {len(params)} bytes, the project "
+                                f"exports {want}")
+            (t / "params_in.bin").write_bytes(bytes(params))
+            args.append(str(t / "params_in.bin"))
+        _run(binary, args)
         bits = np.fromfile(t / "losses.bin", dtype="<u4")
         params = (t / "params.bin").read_bytes()
         counts = np.fromfile(t / "saturated.bin", dtype="<u4").astype(np.int64)

@@ -16,7 +16,13 @@ from typing import Any
 import numpy as np
 
 from ..golden.numerics import quantize_multipliers
-from ..golden.train_optim import MASTER_FRAC_BITS, cosine_lr, forward_bias_limit, warmup_lr
+from ..golden.train_optim import (
+    MASTER_FRAC_BITS,
+    cosine_lr,
+    forward_bias_limit,
+    master_init,
+    warmup_lr,
+)
 from ..ir import Graph, Op, Role, Tensor
 from ..ir.ops import UPDATE_INPUTS
 from .spec import TrainSpec
@@ -42,12 +48,8 @@ def int32_master_init(data: np.ndarray, kind: str, channels: tuple[int, ...] | N
                       axis: int) -> np.ndarray:
     """Initial value of an int32 master (``master_weights: int32``, int8 backward), in the
     gradient's shape: an int8 weight's trained entries ``w_q << F`` (F = MASTER_FRAC_BITS);
-    an int32 bias's sub-quantum remainder, 0 (the bias itself does not fit int32 with F
-    fractional bits; see sgd_update_i8)."""
-    init = data if channels is None else np.take(data, list(channels), axis=axis)
-    if kind == "weight":
-        return (np.asarray(init, np.int64) << MASTER_FRAC_BITS).astype(np.int32)
-    return np.zeros(np.shape(init), np.int32)
+    an int32 bias's sub-quantum remainder, 0 (``golden.train_optim.master_init``)."""
+    return master_init(data, "int32", kind, channels, axis)
 
 
 def layer_bias_limit(graph: Graph, layer: Op) -> int | None:
@@ -128,14 +130,12 @@ class Updater:
         elif opt.momentum > 0:
             slot["buf1"] = self._state(f"{param}:momentum", gshape, buf_dtype, zeros,
                                        "momentum", param)
-        if self.spec.master_weights == "fp32":
-            init = p.data if channels is None else np.take(p.data, list(channels), axis=axis)
-            slot["master"] = self._state(f"{param}:master", gshape, "float32",
-                                         init.astype(np.float32), "master", param)
-        elif self.spec.master_weights == "int32":
-            slot["master"] = self._state(f"{param}:master", gshape, "int32",
-                                         int32_master_init(p.data, kind, channels, axis),
-                                         "master", param)
+        if self.spec.master_weights in ("fp32", "int32"):
+            # the master follows the parameter: this value, and after <p>_params_import
+            master_dtype = "float32" if self.spec.master_weights == "fp32" else "int32"
+            slot["master"] = self._state(f"{param}:master", gshape, master_dtype,
+                                         master_init(p.data, master_dtype, kind, channels,
+                                                     axis), "master", param)
         slot["lr"] = self.lr
         if self.spec.accumulate > 1:
             slot["accum"] = self._state(f"{param}:accum", gshape, "float32", zeros, "accum",
