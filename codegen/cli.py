@@ -417,6 +417,69 @@ def _auto_train(args: argparse.Namespace, *, board_name: str | None, data: str |
     return r.spec
 
 
+def cmd_fleet(args: argparse.Namespace) -> int:
+    try:
+        import flwr  # noqa: F401  (Flower: the server and client apps of a fleet)
+    except ImportError:
+        raise PockError("pockengine fleet runs on Flower, which is not installed: pip install "
+                        "'pockengine[fleet]'") from None
+    from .fit import tuned_graph
+    from .fleet import parse_fault, run_fleet
+
+    out = Path(args.output) if args.output else None
+    if out is not None:
+        _refuse_overwrite(out, args.force)
+    engine = args.engine
+    if args.port and engine not in (None, "golden", "host"):
+        raise PockError("--port and --engine BOARD are two kinds of devices: give one")
+    if args.port:
+        clients = len(args.port)
+        if args.clients not in (None, clients):
+            raise PockError(f"--clients {args.clients} but {clients} --port given")
+    elif args.clients is None:
+        raise PockError("give --clients N (or the devices with --port, repeated)")
+    else:
+        clients = args.clients
+    log = (lambda s: None) if args.json or args.quiet else \
+        (lambda s: print(s, file=sys.stderr, flush=True))
+    r = run_fleet(args.model, args.train, args.data, args.eval, clients=clients,
+                  rounds=args.rounds, local_epochs=args.local_epochs, split=args.split,
+                  engine=engine or "golden", runtime=args.runtime, seed=args.seed,
+                  timeout=args.timeout, jobs=args.jobs or 2, board=args.board,
+                  faults=dict(parse_fault(f) for f in args.fault or ()),
+                  centralized=args.centralized, server_lr=args.server_lr,
+                  server_momentum=args.server_momentum, ports=args.port, log=log)
+    result = dict(r.summary)
+    if out is not None:
+        from .frontend import export_model
+
+        result["output_format"] = export_model(tuned_graph(r.graph, r.state), out)
+        result["output"] = str(out)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    acc = lambda v: "-" if v is None else f"{v:.2%}"
+    print(f"{clients} clients, {args.split}, {len(result['rounds'])} rounds x "
+          f"{result['local_epochs']} local epochs ({result['engine']}, {result['runtime']})")
+    rows = [("round", "accuracy", "updates", "dropped", "refused", "bytes up", "bytes down")]
+    for rd in result["rounds"]:
+        st = [c["status"] for c in rd["clients"]]
+        rows.append((str(rd["round"]), acc(rd["accuracy"]), str(st.count("ok")),
+                     str(st.count("dropped")), str(st.count("rejected")),
+                     f"{rd['bytes_up']:,}", f"{rd['bytes_down']:,}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(v.rjust(w) for v, w in zip(row, widths)))
+    print(f"accuracy: before {acc(result['accuracy_before'])} -> after "
+          f"{acc(result['accuracy_after'])}"
+          + (f" (centralized, same samples and epochs: {acc(result['accuracy_centralized'])})"
+             if "accuracy_centralized" in result else ""))
+    print(f"params_sha256 {result['params_sha256']}")
+    if out is not None:
+        print(f"wrote {out}")
+    return 0
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     from .board import format_size
     from .progress import show_progress
@@ -891,6 +954,49 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("-f", "--force", action="store_true", help="overwrite the output file")
     sp.add_argument("--json", action="store_true", help="machine-readable result")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+    sp = verb("fleet", cmd_fleet, "federated sparse fine-tuning of many devices on Flower: "
+              "clients train the trainable subset, send deltas, the server averages them "
+              "exactly")
+    sp.add_argument("model", help=".tflite or .onnx file (float models are quantized first)")
+    sp.add_argument("--train", required=True, metavar="SPEC",
+                    help="training spec: YAML file or short form such as bias:all+weight:last2")
+    sp.add_argument("--data", required=True, help=".npz with training 'x' and 'y' (split "
+                    "over the clients)")
+    sp.add_argument("--eval", help=".npz with evaluation 'x' and 'y' (the server's "
+                    "accuracy after every round)")
+    sp.add_argument("--clients", type=int, help="number of clients (default: one per --port)")
+    sp.add_argument("--rounds", type=int, default=5)
+    sp.add_argument("--local-epochs", type=int, default=1,
+                    help="epochs over its own samples a client trains per round")
+    sp.add_argument("--split", default="iid", help="how the samples are spread: iid, "
+                    "dirichlet:ALPHA (label skew) or shards:K (K label-sorted shards each)")
+    sp.add_argument("--engine", help="golden (default), host or a board: the clients are "
+                    "that board's serial firmware under QEMU")
+    sp.add_argument("--port", action="append", metavar="PORT", help="a device running the "
+                    "serial firmware (/dev/ttyUSB0, tcp:HOST:PORT); repeat for each client")
+    sp.add_argument("--board", help="apply this board's defaults (backward mode) on any "
+                    "engine; implied by --engine BOARD")
+    sp.add_argument("--runtime", choices=("local", "simulation"), help="local: client apps "
+                    "in threads of this process; simulation: Flower's simulation engine (Ray). "
+                    "Default: local up to 16 clients and for devices")
+    sp.add_argument("--server-lr", default="1", help="server learning rate (FedAvg: 1)")
+    sp.add_argument("--server-momentum", default="0", help="server momentum (FedAvgM; 0: "
+                    "plain FedAvg)")
+    sp.add_argument("--timeout", type=float, default=600.0, help="seconds a round waits for "
+                    "its clients; the late ones are dropped from it")
+    sp.add_argument("--jobs", type=int, help="clients training at once (default 2)")
+    sp.add_argument("--fault", action="append", metavar="WHAT@CLIENT:ROUND",
+                    help="rehearse a failure: drop, corrupt (bad CRC), shape, model (another "
+                    "model's hash); repeatable")
+    sp.add_argument("--centralized", action="store_true", help="also fine-tune centrally on "
+                    "all samples for rounds x local epochs, for comparison")
+    sp.add_argument("--seed", type=int, default=0, help="split and sample order seed")
+    sp.add_argument("-o", "--output", help="write the fine-tuned global model (.tflite or "
+                    ".onnx)")
+    sp.add_argument("-f", "--force", action="store_true", help="overwrite the output file")
+    sp.add_argument("--json", action="store_true", help="machine-readable result")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no per-round lines on stderr")
 
     sp = verb("compile", cmd_compile, "generate a C project: pe_init, pe_infer, "
               "pe_train_step, parameter export/import, a fixed memory plan")

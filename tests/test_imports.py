@@ -64,6 +64,7 @@ RANKS = {
     "demo": TOP,
     "report": TOP,
     "search": TOP,  # drives fit and the planner, like fit
+    "fleet": TOP,  # drives fit, the engines and the serial client under Flower
 }
 
 # Imports that go against the stage order on purpose, each with its reason. Keep it short.

@@ -501,26 +501,25 @@ class RecordBuilder:
                 "masters": masters}
 
     def _master_import(self, g: Graph, c: Any) -> dict[str, Any]:
-        """The C block of ``<p>_params_import`` that makes master copy ``c``
-        (``golden.training.MasterCopy``) follow its imported parameter: the three rules of
-        ``golden.train_optim.master_init`` (float32 of the trained entries; an int8 weight's
-        ``w_q << F``, written as a product: shifting a negative value is undefined in C; an
-        int32 bias's remainder 0), over the trained channels gathered along the channel axis.
-        Returns ``comment`` and ``lines`` (the statements of one block, unindented)."""
+        """The record of one block of ``<p>_params_import`` that makes master copy ``c``
+        (``golden.training.MasterCopy``) follow its imported parameter, by the rules of
+        ``golden.train_optim.master_init``: ``rule`` ``convert`` (float32 of the trained
+        entries), ``scale`` (an int8 weight's ``w_q << F``, as a product by ``scale``: shifting
+        a negative value is undefined in C) or ``zero`` (an int32 bias's remainder); over the
+        trained ``channels`` (None: every entry in order) gathered along the channel axis,
+        the parameter seen as (outer, total, inner) and the master as (outer, n, inner)."""
         param, master = g.tensors[c.param], g.tensors[c.master]
-        ptype, mtype = _elem_ctype(param.dtype, c.param), _elem_ctype(master.dtype, c.master)
-        at = self.macros["params_at"]
         shape = param.shape
         outer = int(np.prod(shape[:c.axis], dtype=np.int64))
         total = int(shape[c.axis])
         inner = int(np.prod(shape[c.axis + 1:], dtype=np.int64))
+        scale = None
         if master.dtype == "float32":
-            rule, what = "({mtype}){src}", f"float32 of {param.dtype} {c.param}"
+            rule, what = "convert", f"float32 of {param.dtype} {c.param}"
         elif master.dtype == "int32" and c.kind == "weight" and param.dtype == "int8":
-            rule = f"(int32_t){{src}} * (int32_t){c_int(1 << c.frac_bits)}"
-            what = f"{c.param} << {c.frac_bits}"
+            rule, what, scale = "scale", f"{c.param} << {c.frac_bits}", 1 << c.frac_bits
         elif master.dtype == "int32" and c.kind == "bias":
-            rule, what = "0", "0 (the sub-quantum remainder)"
+            rule, what = "zero", "0 (the sub-quantum remainder)"
         else:
             raise ModelError(f"master {c.master!r}: no import rule for a {master.dtype} master "
                              f"of a {param.dtype} {c.kind}")
@@ -528,45 +527,22 @@ class RecordBuilder:
         if int(master.size) != outer * n * inner:
             raise ValueError(f"master {c.master!r}: {master.size} values, expected "
                              f"{outer} x {n} x {inner}")
-        lines: list[str] = []
-        if rule != "0":
-            lines.append(f"const {ptype} *param = (const {ptype} *){at}"
-                         f"({self.param_slots[c.param].macro});")
-        lines.append(f"{mtype} *master = ({mtype} *){at}({self.param_slots[c.master].macro});")
-        if c.channels is None or rule == "0":    # every entry, in order
-            lines += ["size_t i;", f"for (i = 0; i < {c_int(int(master.size))}u; ++i) {{",
-                      "    master[i] = " + rule.format(mtype=mtype, src="param[i]") + ";", "}"]
-        else:
+        channels = None
+        if c.channels is not None and rule != "zero":
             ctype = "uint16_t" if max(c.channels) < 2 ** 16 else "uint32_t"
             values = [f"{int(ch)}u" for ch in c.channels]
-            if n <= 12:
-                lines.append(f"static const {ctype} ch[{n}] = {{{', '.join(values)}}};")
-            else:
-                lines.append(f"static const {ctype} ch[{n}] = {{")
-                lines += ["    " + ", ".join(values[k:k + 12]) + ("," if k + 12 < n else "")
-                          for k in range(0, n, 12)]
-                lines.append("};")
-            loops = [(v, bound) for v, bound in (("o", outer), ("j", n), ("i", inner))
-                     if v == "j" or bound > 1]
-            lines.append(f"size_t {', '.join(v for v, _ in loops)};")
-            row_dst, row_src = "j", "ch[j]"
-            if outer > 1:
-                row_dst, row_src = f"o * {n}u + j", f"o * {total}u + ch[j]"
-            if inner > 1:
-                row_dst, row_src = (f"({r}) * {inner}u + i" if outer > 1 else
-                                    f"{r} * {inner}u + i" for r in (row_dst, row_src))
-            pad = ""
-            for v, bound in loops:
-                lines.append(f"{pad}for ({v} = 0; {v} < {bound}u; ++{v}) {{")
-                pad += "    "
-            lines.append(f"{pad}master[{row_dst}] = "
-                         + rule.format(mtype=mtype, src=f"param[{row_src}]") + ";")
-            for _ in loops:
-                pad = pad[:-4]
-                lines.append(f"{pad}}}")
-        channels = "all channels" if c.channels is None else \
+            channels = {"ctype": ctype, "rows": [", ".join(values[k:k + 12])
+                                                 for k in range(0, n, 12)]}
+        where = "all channels" if c.channels is None else \
             f"{n} of {total} channels on axis {c.axis}"
-        return {"comment": comment_text(f"{c.master} = {what}; {channels}"), "lines": lines}
+        return {"comment": comment_text(f"{c.master} = {what}; {where}"), "rule": rule,
+                "scale": None if scale is None else c_int(scale),
+                "ptype": _elem_ctype(param.dtype, c.param),
+                "mtype": _elem_ctype(master.dtype, c.master),
+                "param_macro": self.param_slots[c.param].macro,
+                "master_macro": self.param_slots[c.master].macro,
+                "size": int(master.size), "outer": outer, "n": n, "total": total,
+                "inner": inner, "channels": channels}
 
     def _banner(self, source: SourceInfo, generator: str) -> list[str]:
         lines = [f"Generated by {generator} -- do not edit.",

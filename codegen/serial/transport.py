@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import select
+import socket
 from typing import Any, Protocol
 
 from ..errors import PockError
@@ -131,3 +132,10 @@ class PipeLink:
 
     def close(self) -> None:
         self.closed = True
+
+
+def free_tcp_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now (for an emulator's UART)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
