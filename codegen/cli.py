@@ -423,6 +423,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     except ImportError:
         raise PockError("pockengine fleet runs on Flower, which is not installed: pip install "
                         "'pockengine[fleet]'") from None
+    from .data import load_npz
     from .fit import tuned_graph
     from .fleet import parse_fault, run_fleet
 
@@ -448,7 +449,8 @@ def cmd_fleet(args: argparse.Namespace) -> int:
                   timeout=args.timeout, jobs=args.jobs or 2, board=args.board,
                   faults=dict(parse_fault(f) for f in args.fault or ()),
                   centralized=args.centralized, server_lr=args.server_lr,
-                  server_momentum=args.server_momentum, ports=args.port, log=log)
+                  server_momentum=args.server_momentum, ports=args.port,
+                  calib=load_npz(args.calib)[0] if args.calib else None, log=log)
     result = dict(r.summary)
     if out is not None:
         from .frontend import export_model
@@ -992,6 +994,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--centralized", action="store_true", help="also fine-tune centrally on "
                     "all samples for rounds x local epochs, for comparison")
     sp.add_argument("--seed", type=int, default=0, help="split and sample order seed")
+    sp.add_argument("--calib", help=".npz with calibration inputs for a float model "
+                    "(default: the first 100 training samples)")
     sp.add_argument("-o", "--output", help="write the fine-tuned global model (.tflite or "
                     ".onnx)")
     sp.add_argument("-f", "--force", action="store_true", help="overwrite the output file")

@@ -5,8 +5,8 @@ strategy, and the clients are Flower ``ClientApp``s that fine-tune with one of p
 engines. What pockengine adds is the exact arithmetic of a sparse int8 fleet:
 
 - only the trained tensors travel (the export layout of ``<p>_params_export``): the global
-  values down, each client's **deltas** up (int8 weights as int8 deltas when they fit, else
-  int32; int32 biases as int32, int64 only if a difference does not fit), with the CRC-32 of
+  values down, each client's **deltas** up (per tensor the narrowest of int8 / int32 / int64
+  that holds every difference: int8 weights' deltas mostly travel as int8), with the CRC-32 of
   the delta bytes and the model hash of the client's model;
 - the server averages the deltas weighted by samples in integers (sum of n_i * d_i over the sum
   of n_i, rounded half away from zero) and applies them with the device's saturation (int8
@@ -757,11 +757,14 @@ def run_fleet(model: str | Path | Graph, spec: Any, train: Any, evals: Any, *,
               centralized: bool = False, engines: Mapping[int, Engine] | None = None,
               server_lr: float | str | Fraction = 1,
               server_momentum: float | str | Fraction = 0,
-              ports: Sequence[str] | None = None,
+              ports: Sequence[str] | None = None, calib: np.ndarray | None = None,
               log: Callable[[str], None] = lambda s: None) -> FleetResult:
     """Run a federated fine-tune; returns the ``fleet --json`` summary, the quantized graph
-    and the final global arrays. ``engines``: per-client engines of one's own (devices over
-    serial); the others use ``engine`` (golden or host)."""
+    and a state holding the final global parameters. ``engine``: golden, host or a device
+    board (its serial firmware under QEMU, one per client); ``ports``: devices running the
+    serial firmware, one client each; ``engines``: per-client engines of one's own (the
+    others use ``engine``). ``calib``: calibration inputs of a float model (default: the
+    first 100 training samples, as ``fit``)."""
     if rounds < 1 or local_epochs < 0:
         raise PockError(f"--rounds must be >= 1 and --local-epochs >= 0, got {rounds}, "
                         f"{local_epochs}")
@@ -789,7 +792,7 @@ def run_fleet(model: str | Path | Graph, spec: Any, train: Any, evals: Any, *,
         raise PockError("devices (--port, a board) run with --runtime local")
     t0 = time.perf_counter()
     x_raw, y_raw = _data(train, "training data")
-    fm = FleetModel.build(model, spec, x_raw, board)
+    fm = FleetModel.build(model, spec, x_raw if calib is None else calib, board)
     x = fit_input(fm.graph, x_raw, "training data x")
     t = _targets(fm.graph, fm.spec.loss, x, y_raw, "training data")
     if fm.spec.loss == "cross_entropy":

@@ -35,3 +35,17 @@ def test_race_benchmark_smoke():
     assert pe["step"] > pe["forward"] > 0 and pe["backward"] > 0 and pe["infer"] > 0
     assert pe["macs"] == te["macs"]          # the graphs' MACs are the table's
     assert "TinyEngine" in format_table([te, pe])
+
+
+def test_fleet_benchmark_smoke():
+    """2 host-engine clients, 1 round of 1 local epoch on 60 digits; the centralized run too."""
+    pytest.importorskip("flwr")
+    from tests.benchmark_fleet import format_table, run
+
+    lines: list[str] = []
+    (row,) = run([1], [0.01], ["dirichlet:0.5"], clients=2, rounds=1, samples=60,
+                 log=lines.append)
+    assert len(lines) == 1 and sum(row["samples"]) == 60 and row["updates"] == 2
+    assert 0 <= row["accuracy"] <= 1 and 0 <= row["accuracy_centralized"] <= 1
+    assert row["bytes_down"] == 2 * row["trained_bytes"] and row["bytes_up"] > 0
+    assert "centralized" in format_table([row])
