@@ -990,7 +990,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--jobs", type=int, help="clients training at once (default 2)")
     sp.add_argument("--fault", action="append", metavar="WHAT@CLIENT:ROUND",
                     help="rehearse a failure: drop, corrupt (bad CRC), shape, model (another "
-                    "model's hash); repeatable")
+                    "model's hash), reboot (QEMU boards: a power cut); repeatable")
     sp.add_argument("--centralized", action="store_true", help="also fine-tune centrally on "
                     "all samples for rounds x local epochs, for comparison")
     sp.add_argument("--seed", type=int, default=0, help="split and sample order seed")

@@ -331,9 +331,15 @@ class Engine:
 
     name = "engine"
 
+    restarts = 0          # times the client's device was restarted (power cuts)
+
     def train(self, global_blob: bytes, x: np.ndarray, t: np.ndarray, epochs: int,
               seed: int) -> bytes:
         raise NotImplementedError
+
+    def power_cut(self) -> bool:
+        """Cut the device's power (``--fault reboot``); False where there is no device."""
+        return False
 
     def close(self) -> None:
         pass
@@ -374,8 +380,9 @@ class SerialEngine(Engine):
 
     name = "serial"
 
-    def __init__(self, device: Any, fm: FleetModel, owner: Any = None):
-        self.dev, self.owner = device, owner
+    def __init__(self, device: Any, fm: FleetModel, owner: Any = None,
+                 restart: Callable[[], Any] | None = None):
+        self.dev, self.owner, self.restart = device, owner, restart
         desc = device.describe()
         tr = (desc or {}).get("training") or {}
         names = [p["tensor"] if isinstance(p, Mapping) else str(p)
@@ -390,11 +397,22 @@ class SerialEngine(Engine):
     def train(self, global_blob, x, t, epochs, seed):
         from .serial.session import train_over_serial
 
+        if self.owner is not None and not self.owner.alive() and self.restart is not None:
+            # the emulated board lost power: boot it again on the same UART port; the link
+            # reconnects and the round starts from the global state like any other
+            self.owner = self.restart()
+            self.restarts += 1
         self.dev.reset(factory=True)
         self.dev.set_params(global_blob)
         r = train_over_serial(self.dev, (x, t), epochs=epochs, seed=seed, predict=False,
                               checkpoint_every=1 << 30)
         return r["_params"]
+
+    def power_cut(self) -> bool:
+        if self.owner is None:
+            return False
+        self.owner.kill()
+        return True
 
     def close(self) -> None:
         self.dev.close()
@@ -433,9 +451,11 @@ def qemu_engines(fm: FleetModel, board: str, clients: int, work: Path,
     engines: dict[int, Engine] = {}
     try:
         for k in range(clients):
-            run = start_serial_firmware(fw, f"tcp:127.0.0.1:{free_tcp_port()}",
-                                        work / f"client-{k}")
-            engines[k] = SerialEngine(Device(run.url, timeout=2.0), fm, owner=run)
+            uart, cwd = f"tcp:127.0.0.1:{free_tcp_port()}", work / f"client-{k}"
+            run = start_serial_firmware(fw, uart, cwd)
+            engines[k] = SerialEngine(Device(run.url, timeout=2.0, reconnect=30.0), fm,
+                                      owner=run, restart=lambda u=uart, c=cwd:
+                                      start_serial_firmware(fw, u, c))
     except BaseException:
         for e in engines.values():
             e.close()
@@ -452,7 +472,7 @@ def client_seed(seed: int, server_round: int, client: int) -> int:
 # Flower: the client app, the strategy, the in-process grid
 
 
-FAULTS = ("drop", "corrupt", "shape", "model")
+FAULTS = ("drop", "corrupt", "shape", "model", "reboot")
 
 
 @dataclass
@@ -513,6 +533,10 @@ def client_train(setup: ClientSetup, client: int, arrays: list[np.ndarray],
     t0 = time.perf_counter()
     with _ENGINE_LOCK:
         engine = setup.engine_for(client)
+    if fault == "reboot" and not engine.power_cut():
+        raise PockError(f"fault reboot@{client}:{server_round}: client {client} has no device "
+                        "to reboot (QEMU boards only)")
+    restarts = engine.restarts
     blob = engine.train(fm.layout.join(arrays), setup.x[idx], setup.t[idx],
                         int(config["local-epochs"]),
                         client_seed(int(config["seed"]), server_round, client))
@@ -530,7 +554,8 @@ def client_train(setup: ClientSetup, client: int, arrays: list[np.ndarray],
     elif fault == "model":
         model_hash = hashlib.sha256(b"another model" + model_hash.encode()).hexdigest()
     return deltas, names, {"samples": len(idx), "crc32": crc, "model-hash": model_hash,
-                           "seconds": time.perf_counter() - t0}
+                           "seconds": time.perf_counter() - t0,
+                           "restarts": engine.restarts - restarts}
 
 
 def make_client_app(setup: ClientSetup) -> ClientApp:
@@ -550,7 +575,8 @@ def make_client_app(setup: ClientSetup) -> ClientApp:
         reply = RecordDict({
             "arrays": record,
             "metrics": MetricRecord({"num-examples": info["samples"],
-                                     "seconds": float(info["seconds"])}),
+                                     "seconds": float(info["seconds"]),
+                                     "restarts": int(info["restarts"])}),
             "config": ConfigRecord({"client": client, "crc32": int(info["crc32"]),
                                     "model-hash": info["model-hash"]}),
         })
@@ -572,11 +598,12 @@ class ClientReport:
     bytes_down: int = 0
     reason: str | None = None
     seconds: float | None = None
+    restarts: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"client": self.client, "status": self.status, "samples": self.samples,
                 "bytes_up": self.bytes_up, "bytes_down": self.bytes_down,
-                "reason": self.reason, "seconds": self.seconds}
+                "reason": self.reason, "seconds": self.seconds, "restarts": self.restarts}
 
 
 class FleetAvg(FedAvg):
@@ -625,7 +652,8 @@ class FleetAvg(FedAvg):
         except UpdateRejected as e:
             return ClientReport(client, "rejected", samples, up, self.down, str(e)), None
         return ClientReport(client, "ok", samples, up, self.down,
-                            seconds=float(content["metrics"]["seconds"])), (deltas, samples)
+                            seconds=float(content["metrics"]["seconds"]),
+                            restarts=int(content["metrics"]["restarts"])), (deltas, samples)
 
     def aggregate_train(self, server_round, replies):
         by_client: dict[int, ClientReport] = {}
@@ -783,6 +811,11 @@ def run_fleet(model: str | Path | Graph, spec: Any, train: Any, evals: Any, *,
         if what not in FAULTS or not 0 <= c < clients:
             raise PockError(f"fault {what}@{c}:{r}: faults are {', '.join(FAULTS)} of clients "
                             f"0..{clients - 1}")
+    if device_board is None and not engines:
+        for (c, r), what in faults.items():
+            if what == "reboot":
+                raise PockError(f"fault reboot@{c}:{r}: client {c} has no device to reboot "
+                                "(QEMU boards only: --engine BOARD)")
     devices = bool(ports) or device_board is not None or bool(engines)
     if runtime is None:
         runtime = "local" if devices or clients <= 16 else "simulation"

@@ -279,6 +279,13 @@ def test_qemu_boards_end_with_the_host_fleets_parameters(digits):
     host = _fleet(digits, engine="host", **kw)
     assert qemu["params_sha256"] == host["params_sha256"]
     assert [c["status"] for r in qemu["rounds"] for c in r["clients"]] == ["ok"] * 4
+    # a board that loses power between rounds boots again, reconnects and rejoins from the
+    # global state: the same result
+    cut = _fleet(digits, engine="mps2-an386", faults={(1, 2): "reboot"}, **kw)
+    assert cut["params_sha256"] == host["params_sha256"]
+    assert [c["restarts"] for c in cut["rounds"][1]["clients"]] == [0, 1]
+    with pytest.raises(PockError, match="no device to reboot"):
+        _fleet(digits, engine="host", faults={(1, 1): "reboot"}, **{**kw, "rounds": 1})
 
 
 def test_the_transfer_task_fleet_learns(digits):
