@@ -613,7 +613,7 @@ class FleetAvg(FedAvg):
     def __init__(self, fm: FleetModel, clients: int, reports: dict[int, list[ClientReport]],
                  node_clients: dict[int, int], log: Callable[[str], None],
                  server_lr: Fraction = Fraction(1), server_momentum: Fraction = Fraction(0)):
-        super().__init__(fraction_train=1.0, fraction_evaluate=0.0, min_train_nodes=1,
+        super().__init__(fraction_train=1.0, fraction_evaluate=0.0, min_train_nodes=clients,
                          min_available_nodes=clients)
         self.fm, self.reports, self.node_clients, self.log = fm, reports, node_clients, log
         self.server_lr, self.server_momentum = server_lr, server_momentum
