@@ -29,14 +29,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import sys
 import tempfile
 import threading
 import time
 import uuid
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -958,16 +959,16 @@ def _serve(setup: ClientSetup, clients: int, rounds: int, local_epochs: int, see
         finally:
             lg.close()
     else:
-        os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")   # no GPUs here
-        from flwr.simulation import run_simulation
+        with _ray_leaves_no_trace():
+            from flwr.simulation import run_simulation
 
-        server = ServerApp()
-        server.main()(main)
-        run_simulation(server, make_client_app(setup), num_supernodes=clients,
-                       backend_config={"client_resources": {"num_cpus": 1},
-                                       "init_args": {"num_cpus": max(1, jobs),
-                                                     "logging_level": "ERROR",
-                                                     "log_to_driver": False}})
+            server = ServerApp()
+            server.main()(main)
+            run_simulation(server, make_client_app(setup), num_supernodes=clients,
+                           backend_config={"client_resources": {"num_cpus": 1},
+                                           "init_args": {"num_cpus": max(1, jobs),
+                                                         "logging_level": "ERROR",
+                                                         "log_to_driver": False}})
         if "arrays" not in result:
             raise PockError("Flower's simulation ended without a result (see its log above)")
     return result["arrays"]
@@ -998,6 +999,28 @@ def _device_board(name: str) -> str:
         raise PockError(f"fleet engine {name!r}: choose golden, host or a board "
                         f"({', '.join(names)})")
     return name
+
+
+@contextmanager
+def _ray_leaves_no_trace() -> Iterator[None]:
+    """Flower's simulation engine starts Ray, which rewrites this process's environment
+    (PYTHONPATH, PYTHONBREAKPOINT, RAY_* ...) and ``sys.path`` and keeps running: stop it and
+    put both back, so that programs this process starts later (a compiler, pip) see the
+    environment they were given."""
+    env, path = dict(os.environ), list(sys.path)
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")   # no GPUs here
+    try:
+        yield
+    finally:
+        try:
+            import ray
+
+            if ray.is_initialized():
+                ray.shutdown()
+        finally:
+            os.environ.clear()
+            os.environ.update(env)
+            sys.path[:] = path
 
 
 def _quiet_flower() -> None:

@@ -262,8 +262,15 @@ def test_a_late_client_is_dropped_and_rejoins_from_the_global_state(digits, tmp_
 
 def test_flower_simulation_engine_gives_the_local_result(digits):
     pytest.importorskip("ray", reason="Flower's simulation engine needs Ray")
+    import os
+    import sys
+
     local = _fleet(digits, n=60, engine="golden", rounds=1, runtime="local")
+    env, path = dict(os.environ), list(sys.path)
     sim = _fleet(digits, n=60, engine="golden", rounds=1, runtime="simulation")
+    # Ray rewrites PYTHONPATH and sys.path while it runs: nothing of it stays behind (a
+    # program started later, pip into a venv, would import the wrong packages)
+    assert dict(os.environ) == env and sys.path == path
     assert sim["runtime"] == "simulation"
     assert sim["params_sha256"] == local["params_sha256"]
     assert sorted(c["client"] for c in sim["rounds"][0]["clients"]) == [0, 1, 2]
