@@ -9,7 +9,8 @@
   — taken from ``board_build``, which ``codegen.targets.cross_compile`` builds with too, so that
   a project build and ``cross_compile`` agree.
 
-The device harness itself is ``templates/main_device.c.j2``.
+The device harness itself is ``templates/main_device.c.j2``; the serial harness beside it
+(boards with a ``uart`` section) is ``serial_harness``'s.
 """
 
 from __future__ import annotations

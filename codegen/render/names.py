@@ -82,9 +82,14 @@ class Namer:
         return dict(self._by_name)
 
 
-def check_identifiers(idents: Iterable[str], foreign: Iterable[str] = ()) -> None:
+def check_identifiers(idents: Iterable[str], foreign: Iterable[str] = (), *,
+                      serial: Iterable[str] = ()) -> None:
     """Every generated global identifier valid, not reserved, unique and not one of the
-    runtime's own identifiers (``foreign``). Raises ValueError (an internal error) if not."""
+    runtime's own identifiers (``foreign``). Raises ValueError (an internal error) if not.
+
+    ``serial``: the identifiers of the serial runtime (the serial harness of a device
+    project, ``serial_harness``); the prefix is the user's, so a clash with them is the
+    user's to fix: a PockError naming them."""
     seen: set[str] = set()
     foreign_set = set(foreign)
     for ident in idents:
@@ -95,6 +100,10 @@ def check_identifiers(idents: Iterable[str], foreign: Iterable[str] = ()) -> Non
         if ident in foreign_set:
             raise ValueError(f"generated identifier {ident!r} clashes with the kernel runtime")
         seen.add(ident)
+    clash = sorted(seen & set(serial))
+    if clash:
+        raise PockError(f"generated identifiers clash with the serial runtime: "
+                        f"{', '.join(clash[:5])} (compile with another --prefix)")
 
 
 def comment_text(text: str) -> str:

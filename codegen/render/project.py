@@ -8,6 +8,10 @@ the code comes from, for ``pull`` without ``--model``: ``codegen/model_store.py`
 ``pockengine.json``, the manifest that marks the directory as pockengine output. Same input,
 same bytes.
 
+A device project has the device harness (``main_device.c``, ``<p>_data.c``: ``make``) instead
+of the host one and, for a board with a ``uart`` section, the serial harness too
+(``main_serial.c``, ``runtime/serial/``, the UART driver: ``make serial``; ``serial_harness``).
+
 Every project also exports the model as a library for a build of one's own (host and board
 projects alike): ``pockengine.cmake`` (the CMake target ``<p>_model``; a board project's
 ``CMakeLists.txt`` is only that library) and ``model.mk`` (Makefile variables
@@ -36,6 +40,9 @@ from .device import FIRMWARE_SUFFIX, DeviceData, board_files, data_files, data_r
 from .environment import render
 from .names import check_identifiers, check_prefix
 from .records import Lowered, RecordBuilder, SourceInfo, op_phase
+from .serial_harness import MAIN_SERIAL, harness_files, has_serial
+from .serial_harness import make_records as serial_make_records
+from .serial_harness import runtime_files as serial_runtime_files
 
 GENERATOR = f"pockengine {__version__}"
 MANIFEST = "pockengine.json"
@@ -168,6 +175,7 @@ def render_project(lowered: Lowered, source: SourceInfo, *, prefix: str = "pe",
     }
     files: dict[str, bytes] = {}
     foreign = dict(runtime)
+    serial_runtime: dict[str, bytes] = {}
     device_info = None
     if device:
         assert board is not None
@@ -178,7 +186,13 @@ def render_project(lowered: Lowered, source: SourceInfo, *, prefix: str = "pe",
         ctx.update({"binary": f"{prefix}{FIRMWARE_SUFFIX}", "board": bf.records,
                     "include_dirs": ctx["include_dirs"] + list(bf.include_dirs),
                     "device_sources": ["main_device.c", f"{prefix}_data.c"],
-                    "lib_board_cflags": list(bf.records["cflags"]), "board_name": board.name})
+                    "lib_board_cflags": list(bf.records["cflags"]), "board_name": board.name,
+                    "serial": None})
+        if has_serial(board):
+            # the third harness (serial_harness): main_serial.c is rendered below, once the
+            # manifest it describes is complete; its runtime is known now
+            serial_runtime = serial_runtime_files(board)
+            ctx["serial"] = serial_make_records(board)
         _, data_idents = data_records(prefix, data, ctx["banner"])
         identifiers += data_idents
         text["main_device.c"] = render("main_device.c.j2", **ctx)
@@ -196,20 +210,33 @@ def render_project(lowered: Lowered, source: SourceInfo, *, prefix: str = "pe",
         text["CMakeLists.txt"] = render("CMakeLists.txt.j2", **ctx)
     for name in LIBRARY_FILES:
         text[name] = render(f"{name}.j2", **ctx)
-    check_identifiers(identifiers, runtime_identifiers(foreign))
+    check_identifiers(identifiers, runtime_identifiers(foreign),
+                      serial=runtime_identifiers(serial_runtime))
     files.update({k: v.encode() for k, v in text.items()})
     files.update(runtime)
     # the graph the code comes from, for pull without --model (codegen/model_store.py)
     model_bytes, model_record = model_file(lowered.infer.graph)
     if model_bytes is not None:
         files[MODEL_FILE] = model_bytes
-    manifest = _manifest(lowered, source, prefix, ctx, sorted(files) + [MANIFEST])
+    # the serial harness: its file names go into the manifest, its main_serial.c describes
+    # the manifest (DESCRIBE) and hashes the model files
+    serial_names = [MAIN_SERIAL, *serial_runtime] if serial_runtime else []
+    manifest = _manifest(lowered, source, prefix, ctx,
+                         sorted(set(files) | set(serial_names)) + [MANIFEST])
     manifest["model_file"] = model_record
     if device_info is not None:
         manifest["device"] = device_info
         if board_file is not None:
             manifest["board_file"] = board_file_path(board.name)
-    files[MANIFEST] = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
+    manifest_bytes = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
+    if serial_runtime:
+        assert board is not None
+        # from the manifest as a reader of the project sees it (what the serial stage would
+        # render for the project on disk: the same bytes)
+        serial = harness_files(json.loads(manifest_bytes), text, board, ctx["banner"])
+        assert sorted(serial) == sorted(serial_names)
+        files.update(serial)
+    files[MANIFEST] = manifest_bytes
     return RenderedProject(files, manifest, tuple(identifiers))
 
 

@@ -1,13 +1,20 @@
 """The serial firmware of a compiled device project, and running it under QEMU.
 
-``serial_files(project)`` renders ``main_serial.c`` (templates/main_serial.c.j2: the protocol
-server of runtime/serial on the board's UART, checkpoints through semihosting) and adds the
-serial runtime and the board's UART driver; ``build_serial_firmware`` writes them into the
-project and builds ``build-serial/<prefix>_firmware.elf`` with the project's own Makefile (the
-data-harness sources swapped for the serial ones). ``start_serial_firmware`` runs it on the
-board's emulator with the UART on a TCP port (``-serial tcp:HOST:PORT,server=on,wait=off``)
-and the checkpoint file in a working directory that outlives the emulator, so killing and
-restarting QEMU is a power cut; ``sim_uart`` is ``pockengine sim DIR --uart tcp:HOST:PORT``.
+The serial harness is part of a device project (``codegen/render/serial_harness.py``): for a
+board with a ``uart`` section, ``pockengine compile`` writes ``main_serial.c``
+(templates/main_serial.c.j2: the protocol server of runtime/serial on the board's UART,
+checkpoints through semihosting), the serial runtime and the board's UART driver, and the
+project's Makefile builds them with ``make serial`` (the data-harness sources swapped for the
+serial ones) into ``build-serial/<prefix>_firmware.elf``. Its pure pieces (``describe``,
+``model_hash``, ``max_body``, ``transfer_bytes``, the constants) live there and are
+re-exported here.
+
+``build_serial_firmware`` runs ``make serial`` (a project compiled before the harness was
+part of it gets its files rendered here with ``serial_files`` and the same make variables);
+``start_serial_firmware`` runs it on the board's emulator with the UART on a TCP port
+(``-serial tcp:HOST:PORT,server=on,wait=off``) and the checkpoint file in a working directory
+that outlives the emulator, so killing and restarting QEMU is a power cut; ``sim_uart`` is
+``pockengine sim DIR --uart tcp:HOST:PORT``.
 
 Checkpoint storage under QEMU: the mps2 machines have no persistent flash (their "flash" is
 RAM and QEMU 7.2 offers no pflash or -drive for them), so slots live in a host file through
@@ -17,8 +24,6 @@ file calls, unbuffered, so a SIGKILL loses nothing that was reported saved.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import signal
 import subprocess
@@ -31,75 +36,35 @@ from typing import Any
 from ..errors import PockError
 from ..model_store import cache_model
 from ..render.embed import banner_of
-from ..render.environment import render
-from ..render.names import comment_text
+from ..render.names import check_identifiers, make_assignment
 from ..render.output import Project, open_project
-from ..resources import data_dir
+from ..render.project import runtime_identifiers
+from ..render.serial_harness import (  # noqa: F401  (re-exported)
+    BOARD_NAME,
+    BUILD_DIR,
+    CHECKPOINT_FILE,
+    MAIN_SERIAL,
+    MAX_FRAME_BODY,
+    MIN_MAX_BODY,
+    READY,
+    SERIAL_RUNTIME,
+    board_problem,
+    describe,
+    file_names,
+    generated_identifiers,
+    harness_files,
+    make_records,
+    max_body,
+    model_hash,
+    transfer_bytes,
+)
 from ..targets import compiler, emulator_available, size_report, toolchain_available
-from ..targets.build import UART_SOURCES, first_error
+from ..targets.build import first_error
 from ..targets.emulator import qemu_arm_command
 from ..toolchain.make import BuildError, find_make, run_make
 from .transport import tcp_address
 
-SERIAL_RUNTIME = ("pe_frame.h", "pe_frame.c", "pe_proto.h", "pe_proto.c", "pe_checkpoint.h",
-                  "pe_checkpoint.c", "pe_storage.h", "pe_storage_semihosting.c",
-                  "pe_storage_flash.c")
-BUILD_DIR = "build-serial"
-CHECKPOINT_FILE = "pe_checkpoint.bin"
-MIN_MAX_BODY = 1024
-MAX_FRAME_BODY = 1024
-READY = "@pe:serial ready"
-_BOARD_NAME = re.compile(r"[A-Za-z0-9._+-]{1,32}")
-
-
-def _rows(data: bytes, per_row: int = 16) -> list[str]:
-    return [", ".join(f"0x{b:02x}" for b in data[i:i + per_row]) + ","
-            for i in range(0, len(data), per_row)]
-
-
-def model_hash(project: Project) -> bytes:
-    """What identifies a build's model for its checkpoints: sha256 of the generated model
-    header, code and weights."""
-    h = hashlib.sha256()
-    for name in (f"{project.prefix}_model.h", f"{project.prefix}_model.c",
-                 f"{project.prefix}_weights.c"):
-        h.update((project.dir / name).read_bytes())
-    return h.digest()
-
-
-def describe(project: Project) -> dict[str, Any]:
-    """The DESCRIBE blob: what the host needs to fit data and to pull parameters."""
-    m = project.manifest
-    tr = m.get("training")
-    training = None
-    if tr:
-        training = {k: tr.get(k) for k in ("loss", "spec", "optimizer", "backward",
-                                           "parameters", "num_classes", "target_bytes",
-                                           "target_shape", "export_bytes")}
-    return {"format": 1, "generator": f"{m.get('generator')} {m.get('version')}",
-            "board": m.get("board"), "prefix": m.get("prefix"), "model": m.get("model"),
-            "input": m.get("input"), "output": m.get("output"), "training": training}
-
-
-def max_body(project: Project) -> int:
-    """Frame bodies big enough for an INFER answer and an EVAL of one record's results, at
-    least 256 bytes, and for a TRAIN with its sample and target up to 1 KiB: larger samples
-    are staged in pieces (PUT/EXEC) in the transfer buffer instead of needing a frame."""
-    m = project.manifest
-    n_in, n_out = int(m["input"]["bytes"]), int(m["output"]["bytes"])
-    target = int((m.get("training") or {}).get("target_bytes") or 0)
-    need = max(MIN_MAX_BODY, 24 + n_out, min(MAX_FRAME_BODY, 16 + n_in + target))
-    return (need + 15) // 16 * 16
-
-
-def transfer_bytes(project: Project) -> int:
-    """The transfer buffer: the parameter export (GET/SET_PARAMS) or the largest request that
-    is staged (command byte + TRAIN with sample and target, EVAL of one record, INFER)."""
-    m = project.manifest
-    n_in, n_out = int(m["input"]["bytes"]), int(m["output"]["bytes"])
-    target = int((m.get("training") or {}).get("target_bytes") or 0)
-    export = int((m.get("training") or {}).get("export_bytes") or 0)
-    return max(export, 1 + max(16 + n_in + target, 8 + n_in, 4 + n_in + n_out))
+_BOARD_NAME = BOARD_NAME
 
 
 def _board(project: Project) -> Any:
@@ -107,66 +72,47 @@ def _board(project: Project) -> Any:
     if "device" not in project.manifest or board.arch == "host":
         raise PockError(f"{project.dir}: compiled for {project.board}; the serial firmware "
                         "needs a device board (compile with --board BOARD)")
-    if board.uart is None:
-        raise PockError(f"board {board.name} has no uart section: the serial protocol needs "
-                        "the board's UART")
-    if not _BOARD_NAME.fullmatch(board.name):
-        raise PockError(f"board name {board.name!r}: the serial firmware embeds it in C (INFO) "
-                        "and needs 1 to 32 letters, digits, '.', '_', '+' or '-'")
+    problem = board_problem(board)
+    if problem is not None:
+        raise PockError(problem)
     return board
 
 
-def serial_files(project: Project) -> dict[str, bytes]:
-    """main_serial.c, the serial runtime and the UART driver, project-relative."""
-    board = _board(project)
-    m = project.manifest
+def _generated_texts(project: Project) -> dict[str, bytes]:
     p = project.prefix
-    blob = json.dumps(describe(project), sort_keys=True, separators=(",", ":")).encode()
-    state = int(m["memory"]["params_bytes"])
-    slot = (64 + state + 255) // 256 * 256
-    # names from the model file (tensors, the model's own name) end up in this comment:
-    # comment_text makes any text inert there (no comment delimiters, no trigraphs)
-    comment = comment_text(json.dumps(describe(project), sort_keys=True))
-    serial = {
-        "board": board.name, "max_body": max_body(project), "slot_bytes": slot,
-        "xfer_bytes": transfer_bytes(project),
-        "checkpoint_file": CHECKPOINT_FILE, "hash_rows": _rows(model_hash(project)),
-        "describe_rows": _rows(blob), "describe_bytes": len(blob),
-        "describe_comment": [comment[i:i + 90] for i in range(0, len(comment), 90)],
-    }
-    files = {"main_serial.c": render("main_serial.c.j2", p=p, P=p.upper(),
-                                     banner=banner_of(project), serial=serial).encode()}
-    root = data_dir("runtime_c") / "runtime"
-    for name in SERIAL_RUNTIME:
-        files[f"runtime/serial/{name}"] = (root / "serial" / name).read_bytes()
-    driver = UART_SOURCES[board.uart["type"]]
-    files[driver] = (data_dir("runtime_c") / driver).read_bytes()
-    files["runtime/uart/pe_uart.h"] = (root / "uart" / "pe_uart.h").read_bytes()
-    _check_clashes(project, files)
+    return {name: (project.dir / name).read_bytes()
+            for name in (f"{p}_model.h", f"{p}_model.c", f"{p}_weights.h", f"{p}_weights.c")}
+
+
+def serial_files(project: Project) -> dict[str, bytes]:
+    """main_serial.c, the serial runtime and the UART driver of a project on disk,
+    project-relative: what ``pockengine compile`` writes into a device project (the same
+    bytes), rendered from the project's manifest and model files."""
+    board = _board(project)
+    texts = _generated_texts(project)
+    files = harness_files(project.manifest, texts, board, banner_of(project))
+    _check_clashes(project, files, texts)
     return files
 
 
-def _check_clashes(project: Project, files: dict[str, bytes]) -> None:
-    """No identifier of the generated model (its prefix) is also one of the serial runtime."""
-    p, P = project.prefix, project.prefix.upper()
-    ident = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
-    strip = re.compile(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\])*\"", re.DOTALL)
+def _check_clashes(project: Project, files: dict[str, bytes],
+                   texts: dict[str, bytes] | None = None) -> None:
+    """No identifier of the generated model (its prefix) is also one of the serial runtime
+    (what ``render_project`` checks when it renders the harness, for a project on disk)."""
+    texts = texts if texts is not None else _generated_texts(project)
+    runtime = {rel: blob for rel, blob in files.items() if rel.startswith("runtime/")}
+    try:
+        check_identifiers(generated_identifiers(project.prefix, texts),
+                          serial=runtime_identifiers(runtime))
+    except PockError as e:
+        raise PockError(f"{project.dir}: {e}") from None
 
-    def names(text: str) -> set[str]:
-        return set(ident.findall(strip.sub(" ", text)))
 
-    generated = set()
-    for name in (f"{p}_model.h", f"{p}_model.c", f"{p}_weights.h", f"{p}_weights.c"):
-        generated |= {n for n in names((project.dir / name).read_text())
-                      if n.startswith((p + "_", P + "_"))}
-    runtime = set()
-    for rel, blob in files.items():
-        if rel.startswith("runtime/"):
-            runtime |= names(blob.decode("utf-8", "replace"))
-    clash = sorted(generated & runtime)
-    if clash:
-        raise PockError(f"{project.dir}: generated identifiers clash with the serial runtime: "
-                        f"{', '.join(clash[:5])} (compile with another --prefix)")
+def _has_harness(project: Project) -> bool:
+    """Whether ``pockengine compile`` wrote the serial harness into the project (its manifest
+    lists main_serial.c, its Makefile has the ``serial`` target)."""
+    listed = project.manifest.get("files")
+    return isinstance(listed, list) and MAIN_SERIAL in listed
 
 
 @dataclass(frozen=True)
@@ -179,48 +125,42 @@ class SerialFirmware:
 
 def build_serial_firmware(project: Project | str | Path, *, trace: bool = False
                           ) -> SerialFirmware:
-    """Write the serial sources into the project and build them with its Makefile (in
-    build-serial/; with ``trace``, in build-serial-trace/ with ``PE_SERIAL_TRACE``: a console
-    line for every sample applied, checkpoint saved and state restored). The project's model
-    (``model.tflite``) is copied into the local cache under the firmware's model hash, so that
-    ``pull`` finds it without ``--model`` from anywhere (``codegen/model_store.py``)."""
+    """Build the project's serial firmware with ``make serial`` (in build-serial/; with
+    ``trace``, in build-serial-trace/ with ``PE_SERIAL_TRACE``: a console line for every
+    sample applied, checkpoint saved and state restored). The project's serial files are used
+    as written; a file of theirs that is missing is written again, and a project compiled
+    before the harness was part of it gets them here (built with the same make variables
+    as ``make serial``). The project's model (``model.tflite``) is copied into the local cache
+    under the firmware's model hash, so that ``pull`` finds it without ``--model`` from
+    anywhere (``codegen/model_store.py``)."""
     proj = project if isinstance(project, Project) else open_project(project)
     board = _board(proj)
     ok, why = toolchain_available(board)
     if not ok:
         raise BuildError(f"{proj.dir}: cannot build for {board.name}: {why}")
     make = find_make("to build the firmware")
-    files = serial_files(proj)
-    for rel, blob in files.items():
-        path = proj.dir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.is_file() or path.read_bytes() != blob:
-            path.write_bytes(blob)
-    sources = ["main_serial.c"] + [f"runtime/serial/{n}" for n in SERIAL_RUNTIME
-                                   if n.endswith(".c")]
-    uart = board.uart
-    if board.console_kind == "uart":
-        # the console already links the UART driver (same peripheral): share it, and keep
-        # the console quiet so that only frames cross the line; no semihosting on such a
-        # board (a part without a debugger faults on it): no checkpoints unless the user
-        # builds with PE_SERIAL_STORAGE_FLASH and a flash region
-        defines = ["-DPE_SERIAL_QUIET=1", "-DPE_SERIAL_STORAGE_NONE=1"]
+    current = _has_harness(proj)
+    if not current or not all((proj.dir / rel).is_file() for rel in file_names(board)):
+        files = serial_files(proj)
+        for rel, blob in files.items():
+            path = proj.dir / rel
+            if current and path.is_file():
+                continue                       # the project's own, as written
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.is_file() or path.read_bytes() != blob:
+                path.write_bytes(blob)
+    rec = make_records(board)
+    build_dir = rec["build_dir"] + ("-trace" if trace else "")
+    cc = make_assignment("CC", compiler(board))
+    if current:
+        args = [cc, "serial"] + (["SERIAL_TRACE=1"] if trace else [])
     else:
-        sources.append(UART_SOURCES[uart["type"]])
-        defines = [f"-DPE_UART_BASE=0x{uart['base']:08X}u"]
-        for key, macro in (("clock_hz", "PE_UART_CLOCK_HZ"), ("tx_pin", "PE_UART_TX_PIN"),
-                           ("rx_pin", "PE_UART_RX_PIN")):
-            if key in uart:
-                defines.append(f"-D{macro}={uart[key]}u")
-    build_dir = BUILD_DIR
-    if trace:
-        build_dir = BUILD_DIR + "-trace"
-        defines.append("-DPE_SERIAL_TRACE=1")
+        # a Makefile without the serial target: the variables it would set
+        cflags = rec["cflags"] + ([rec["trace_define"]] if trace else [])
+        args = [cc, f"BUILD={build_dir}", f"DEVICE_SRCS={' '.join(rec['sources'])}",
+                f"CFLAGS={' '.join(cflags)}"]
     out = proj.dir / build_dir
-    status, log, _ = run_make(make, proj.dir,
-                              [f"CC={compiler(board)}", f"BUILD={build_dir}",
-                               f"DEVICE_SRCS={' '.join(sources)}",
-                               f"CFLAGS=-Iruntime/serial {' '.join(defines)}"], log_dir=out)
+    status, log, _ = run_make(make, proj.dir, args, log_dir=out)
     if status != 0:
         raise BuildError(f"{proj.dir}: serial firmware build for {board.name} failed: "
                          f"{first_error(log)} (log: {out / 'build.log'})", log)

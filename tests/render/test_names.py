@@ -45,6 +45,11 @@ def test_check_identifiers():
         check_identifiers(["pe_conv2d_s8"], foreign=["pe_conv2d_s8"])
     with pytest.raises(ValueError, match="valid"):
         check_identifiers(["1abc"])
+    # the serial runtime's names: a clash is the user's prefix, a PockError saying so
+    check_identifiers(["pe_a"], serial=["pe_proto_init"])
+    with pytest.raises(PockError, match=r"serial runtime: x_init, x_ready \(compile with "
+                                        r"another --prefix\)"):
+        check_identifiers(["x_ready", "x_init", "x_b"], serial=["x_init", "x_ready"])
 
 
 def test_comment_text_is_inert():
