@@ -739,7 +739,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_sim(args: argparse.Namespace) -> int:
     from .pipeline import build_project, open_project, run_device
     from .render.embed import embed_data, project_data
-    from .run.device import format_result, loss_progress, result_json
+    from .run.summary import format_result, loss_progress, result_json
 
     if args.uart:                   # the serial firmware instead (codegen/serial/firmware.py)
         from .serial.firmware import sim_uart

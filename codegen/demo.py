@@ -24,7 +24,7 @@ from .fit import fit_model
 from .frontend import load_model, save_model
 from .pipeline import build_project, compile_model, run_device
 from .quant import quantize
-from .run.device import loss_progress, result_json
+from .run.summary import loss_progress, result_json
 from .summary import summarize
 from .targets import emulator_available, toolchain_available
 

@@ -33,7 +33,8 @@ from .pipeline import (
     run_host_infer,
 )
 from .report import save_run_record
-from .run.device import DEFAULT_TIMEOUT, result_json
+from .run.device import DEFAULT_TIMEOUT
+from .run.summary import result_json
 from .targets import EmulatorUnavailable
 from .train import build_training_graph
 
