@@ -449,7 +449,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
                   timeout=args.timeout, jobs=args.jobs or 2, board=args.board,
                   faults=dict(parse_fault(f) for f in args.fault or ()),
                   centralized=args.centralized, server_lr=args.server_lr,
-                  server_momentum=args.server_momentum, ports=args.port,
+                  server_momentum=args.server_momentum, ports=args.port, baud=args.baud,
                   calib=load_npz(args.calib)[0] if args.calib else None, log=log)
     result = dict(r.summary)
     if out is not None:
@@ -977,6 +977,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "that board's serial firmware under QEMU")
     sp.add_argument("--port", action="append", metavar="PORT", help="a device running the "
                     "serial firmware (/dev/ttyUSB0, tcp:HOST:PORT); repeat for each client")
+    sp.add_argument("--baud", type=int, help="baud rate of the --port devices (default 115200)")
     sp.add_argument("--board", help="apply this board's defaults (backward mode) on any "
                     "engine; implied by --engine BOARD")
     sp.add_argument("--runtime", choices=("local", "simulation"), help="local: client apps "

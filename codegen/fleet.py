@@ -422,15 +422,17 @@ class SerialEngine(Engine):
 
 
 def serial_engines(fm: FleetModel, ports: Sequence[str], *, baud: int | None = None,
-                   timeout: float = 2.0) -> dict[int, Engine]:
-    """One engine per device port (``--port``, repeated)."""
+                   timeout: float = 2.0, reconnect: float = 30.0) -> dict[int, Engine]:
+    """One engine per device port (``--port``, repeated); a link that drops (a device
+    resetting, a cable replugged) is reopened for up to ``reconnect`` seconds."""
     from .serial.client import Device
 
     engines: dict[int, Engine] = {}
     try:
         for k, port in enumerate(ports):
             kw = {"baudrate": baud} if baud else {}
-            engines[k] = SerialEngine(Device(port, timeout=timeout, **kw), fm)
+            engines[k] = SerialEngine(Device(port, timeout=timeout, reconnect=reconnect, **kw),
+                                      fm)
     except BaseException:
         for e in engines.values():
             e.close()
@@ -534,6 +536,11 @@ def client_train(setup: ClientSetup, client: int, arrays: list[np.ndarray],
     t0 = time.perf_counter()
     with _ENGINE_LOCK:
         engine = setup.engine_for(client)
+    if engine_hash is not None and engine_hash != fm.model_hash:
+        # a device of another model: it does not train; the server refuses its (empty)
+        # update by the hash and says so
+        return [], [], {"samples": len(idx), "crc32": 0, "model-hash": engine_hash,
+                        "seconds": 0.0, "restarts": 0}
     if fault == "reboot" and not engine.power_cut():
         raise PockError(f"fault reboot@{client}:{server_round}: client {client} has no device "
                         "to reboot (QEMU boards only)")
@@ -786,7 +793,8 @@ def run_fleet(model: str | Path | Graph, spec: Any, train: Any, evals: Any, *,
               centralized: bool = False, engines: Mapping[int, Engine] | None = None,
               server_lr: float | str | Fraction = 1,
               server_momentum: float | str | Fraction = 0,
-              ports: Sequence[str] | None = None, calib: np.ndarray | None = None,
+              ports: Sequence[str] | None = None, baud: int | None = None,
+              calib: np.ndarray | None = None,
               log: Callable[[str], None] = lambda s: None) -> FleetResult:
     """Run a federated fine-tune; returns the ``fleet --json`` summary, the quantized graph
     and a state holding the final global parameters. ``engine``: golden, host or a device
@@ -858,7 +866,7 @@ def run_fleet(model: str | Path | Graph, spec: Any, train: Any, evals: Any, *,
     with tempfile.TemporaryDirectory(prefix="pockengine-fleet-") as tmp, ExitStack() as stack:
         own = dict(engines or {})
         if ports:
-            own = serial_engines(fm, ports)
+            own = serial_engines(fm, ports, baud=baud)
         elif device_board is not None:
             own = qemu_engines(fm, device_board, clients, Path(tmp), log)
         for e in own.values():

@@ -295,6 +295,47 @@ def test_qemu_boards_end_with_the_host_fleets_parameters(digits):
         _fleet(digits, engine="host", faults={(1, 1): "reboot"}, **{**kw, "rounds": 1})
 
 
+@pytest.mark.emulator
+def test_devices_on_ports_are_the_same_clients(digits, tmp_path):
+    """--port: devices that run the serial firmware already (here: two QEMU boards started
+    by hand, as `pockengine sim DIR --uart` does) are clients through the same code."""
+    for tool in ("qemu-system-arm", "arm-none-eabi-gcc", "make"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed (the devices are boards under QEMU)")
+    from codegen.fleet import FleetModel
+    from codegen.pipeline import compile_model
+    from codegen.serial.firmware import build_serial_firmware, start_serial_firmware
+    from codegen.serial.transport import free_tcp_port
+
+    train, evals = digits
+    fm = FleetModel.build(MODEL, SPEC, small(train, 40)["x"], "mps2-an386")
+    proj = compile_model(fm.graph, board="mps2-an386", spec=fm.spec, out_dir=tmp_path / "fw")
+    fw = build_serial_firmware(proj.dir)
+    runs = [start_serial_firmware(fw, f"tcp:127.0.0.1:{free_tcp_port()}", tmp_path / f"d{k}")
+            for k in range(2)]
+    try:
+        ports = [f"tcp:{r.host}:{r.port}" for r in runs]
+        dev = run_fleet(MODEL, SPEC, small(train, 40), small(evals, 150), clients=2, rounds=2,
+                        split="dirichlet:0.5", ports=ports, board="mps2-an386").summary
+    finally:
+        for r in runs:
+            r.kill()
+    host = _fleet(digits, engine="host", n=40, clients=2, rounds=2, board="mps2-an386")
+    assert dev["engine"] == "serial"
+    assert dev["params_sha256"] == host["params_sha256"]
+    # a device compiled for another trained set is not one of this fleet's clients
+    other = compile_model(fm.graph, board="mps2-an386", spec="bias:all", out_dir=tmp_path / "o")
+    run = start_serial_firmware(build_serial_firmware(other.dir),
+                                f"tcp:127.0.0.1:{free_tcp_port()}", tmp_path / "o-run")
+    try:
+        bad = run_fleet(MODEL, SPEC, small(train, 40), None, clients=1, rounds=1,
+                        ports=[f"tcp:{run.host}:{run.port}"], board="mps2-an386").summary
+    finally:
+        run.kill()
+    (c,) = bad["rounds"][0]["clients"]
+    assert c["status"] == "rejected" and "model hash" in c["reason"], c
+
+
 def test_the_transfer_task_fleet_learns(digits):
     """8 host clients, label skew (dirichlet:0.5), 5 rounds of 5 local epochs: the global model
     goes from 18 % to above 90 % (92.43 % measured; central fine-tuning on the same samples for
