@@ -27,6 +27,7 @@ this process behind a ``flwr.serverapp.Grid`` (devices over serial, small fleets
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import sys
@@ -381,19 +382,15 @@ class SerialEngine(Engine):
 
     name = "serial"
 
-    def __init__(self, device: Any, fm: FleetModel, owner: Any = None,
-                 restart: Callable[[], Any] | None = None):
+    def __init__(self, device: Any, fm: FleetModel, expected: Mapping[str, Any],
+                 owner: Any = None, restart: Callable[[], Any] | None = None):
         self.dev, self.owner, self.restart = device, owner, restart
-        desc = device.describe()
-        tr = (desc or {}).get("training") or {}
-        names = [p["tensor"] if isinstance(p, Mapping) else str(p)
-                 for p in tr.get("parameters") or []]
-        same = (names == [e.name for e in fm.layout.entries]
-                and tr.get("export_bytes") == fm.layout.nbytes)
+        desc = _identity(device.describe())
         # the model this device trains, as the server knows it: the fleet's hash only when
-        # the device describes the same trained tensors
-        self.model_hash = fm.model_hash if same else hashlib.sha256(
-            repr(sorted((desc or {}).items())).encode()).hexdigest()
+        # the device describes the fleet's model (name, input and output quantization, the
+        # training spec as compiled, the trained tensors); else a hash of what it describes
+        self.model_hash = fm.model_hash if desc == _identity(expected) else \
+            hashlib.sha256(repr(desc).encode()).hexdigest()
 
     def train(self, global_blob, x, t, epochs, seed):
         from .serial.session import train_over_serial
@@ -421,18 +418,31 @@ class SerialEngine(Engine):
             self.owner.kill()
 
 
-def serial_engines(fm: FleetModel, ports: Sequence[str], *, baud: int | None = None,
-                   timeout: float = 2.0, reconnect: float = 30.0) -> dict[int, Engine]:
+def _identity(desc: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What must agree between a device's DESCRIBE and the fleet's model (not the generator
+    version, the board or the prefix)."""
+    d = dict(desc or {})
+    return json.loads(json.dumps({k: d.get(k) for k in ("model", "input", "output",
+                                                         "training")}, sort_keys=True))
+
+
+def serial_engines(fm: FleetModel, ports: Sequence[str], work: Path, *,
+                   baud: int | None = None, timeout: float = 2.0,
+                   reconnect: float = 30.0) -> dict[int, Engine]:
     """One engine per device port (``--port``, repeated); a link that drops (a device
-    resetting, a cable replugged) is reopened for up to ``reconnect`` seconds."""
+    resetting, a cable replugged) is reopened for up to ``reconnect`` seconds. The devices'
+    DESCRIBE is checked against the fleet's model compiled here."""
+    from .render.serial_harness import describe
     from .serial.client import Device
 
+    expected = describe(compile_model(fm.graph, spec=fm.spec, out_dir=work / "reference")
+                        .manifest)
     engines: dict[int, Engine] = {}
     try:
         for k, port in enumerate(ports):
             kw = {"baudrate": baud} if baud else {}
             engines[k] = SerialEngine(Device(port, timeout=timeout, reconnect=reconnect, **kw),
-                                      fm)
+                                      fm, expected)
     except BaseException:
         for e in engines.values():
             e.close()
@@ -444,12 +454,14 @@ def qemu_engines(fm: FleetModel, board: str, clients: int, work: Path,
                  log: Callable[[str], None]) -> dict[int, Engine]:
     """``clients`` emulated boards: the fleet's model compiled for ``board`` with the serial
     harness, each copy under its own QEMU with the UART on a local TCP port."""
+    from .render.serial_harness import describe
     from .serial.client import Device
     from .serial.firmware import build_serial_firmware, start_serial_firmware
     from .serial.transport import free_tcp_port
 
     proj = compile_model(fm.graph, board=board, spec=fm.spec, out_dir=work / board)
     fw = build_serial_firmware(proj.dir)
+    expected = describe(proj.manifest)
     log(f"built the serial firmware for {board}: {fw.elf}")
     engines: dict[int, Engine] = {}
     try:
@@ -457,7 +469,7 @@ def qemu_engines(fm: FleetModel, board: str, clients: int, work: Path,
             uart, cwd = f"tcp:127.0.0.1:{free_tcp_port()}", work / f"client-{k}"
             run = start_serial_firmware(fw, uart, cwd)
             engines[k] = SerialEngine(Device(run.url, timeout=2.0, reconnect=30.0), fm,
-                                      owner=run, restart=lambda u=uart, c=cwd:
+                                      expected, owner=run, restart=lambda u=uart, c=cwd:
                                       start_serial_firmware(fw, u, c))
     except BaseException:
         for e in engines.values():
@@ -866,7 +878,7 @@ def run_fleet(model: str | Path | Graph, spec: Any, train: Any, evals: Any, *,
     with tempfile.TemporaryDirectory(prefix="pockengine-fleet-") as tmp, ExitStack() as stack:
         own = dict(engines or {})
         if ports:
-            own = serial_engines(fm, ports, baud=baud)
+            own = serial_engines(fm, ports, Path(tmp), baud=baud)
         elif device_board is not None:
             own = qemu_engines(fm, device_board, clients, Path(tmp), log)
         for e in own.values():

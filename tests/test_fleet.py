@@ -323,8 +323,10 @@ def test_devices_on_ports_are_the_same_clients(digits, tmp_path):
     host = _fleet(digits, engine="host", n=40, clients=2, rounds=2, board="mps2-an386")
     assert dev["engine"] == "serial"
     assert dev["params_sha256"] == host["params_sha256"]
-    # a device compiled for another trained set is not one of this fleet's clients
-    other = compile_model(fm.graph, board="mps2-an386", spec="bias:all", out_dir=tmp_path / "o")
+    # a device compiled with the same trained tensors but another learning rate is not one
+    # of this fleet's clients
+    other = compile_model(fm.graph, board="mps2-an386", spec=SPEC.replace("lr=0.01", "lr=0.02"),
+                          out_dir=tmp_path / "o")
     run = start_serial_firmware(build_serial_firmware(other.dir),
                                 f"tcp:127.0.0.1:{free_tcp_port()}", tmp_path / "o-run")
     try:
