@@ -851,9 +851,9 @@ def run_fleet(model: str | Path | Graph, spec: Any, train: Any, evals: Any, *,
     t = _targets(fm.graph, fm.spec.loss, x, y_raw, "training data")
     if fm.spec.loss == "cross_entropy":
         parts = partition(t, clients, split, seed)
-    else:
-        parts = partition(np.zeros(len(x), np.int64), clients, split if split == "iid"
-                          else "iid", seed)
+    else:                             # no classes to skew: every split is iid
+        partition(np.zeros(len(x), np.int64), clients, split, seed)      # (checks the split)
+        parts = partition(np.zeros(len(x), np.int64), clients, "iid", seed)
     ev = None
     if evals is not None:
         xe_raw, ye_raw = _data(evals, "evaluation data")
