@@ -683,7 +683,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                              force=args.force, data=args.data, evals=args.eval,
                              epochs=1 if args.epochs is None else args.epochs, seed=args.seed,
                              shuffle=not args.no_shuffle, measure=not args.no_measure,
-                             progress=progress)
+                             stack=args.stack, progress=progress)
         bar.step()
     finally:
         bar.close()
@@ -698,7 +698,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
     print(f"wrote {proj.dir}: {what} for board {m['board']}, prefix {m['prefix']}, "
           f"{len(m['files'])} files; arena {mem['arena_bytes']:,} B, parameters "
           f"{mem['params_bytes']:,} B, constants {mem['constant_bytes']:,} B")
-    data = m.get("device", {}).get("data")
+    dev = m.get("device") or {}
+    if "stack_measured_bytes" in dev:
+        print(f"stack: {dev['stack_bytes']:,} B reserved, measured high-water mark "
+              f"{dev['stack_measured_bytes']:,} B on the emulator")
+    data = dev.get("data")
     if data is not None:
         print(f"embedded data: {plural(data['train_samples'], 'training sample')} x "
               f"{plural(data['epochs'], 'epoch')} = {plural(data['steps'], 'step')}, "
@@ -1020,6 +1024,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-shuffle", action="store_true", help="visit samples in file order")
     _backend_option(sp)
     sp.add_argument("--prefix", default="pe", help="prefix of every generated C symbol")
+    sp.add_argument("--stack", metavar="BYTES|auto", help="device boards: the stack the "
+                    "firmware reserves (default: the board's); auto: measured on the "
+                    "board's emulator (high-water mark + max(256 B, 25 %%))")
     sp.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory")
     sp.add_argument("-f", "--force", action="store_true",
                     help="write into a non-empty directory not made by pockengine, or replace "

@@ -15,6 +15,7 @@ order; the firmware carries them in flash. Every stage can be called (and tested
 from __future__ import annotations
 
 import hashlib
+import json
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import replace as dc_replace
@@ -43,10 +44,12 @@ from .render.device import HARNESS_RAM_BYTES  # what the harness keeps in RAM (r
 from .render.embed import device_data
 from .render.names import check_prefix
 from .render.output import Project, check_out_dir, open_project, write_project
+from .render.project import MANIFEST
 from .report import write_plan_record  # the plan `pockengine report` draws
-from .run.device import run_device
+from .run.device import DEFAULT_TIMEOUT, run_device
 from .run.host import run_host_fit, run_host_infer
-from .targets import emulator_available
+from .schedule.storage import align_up
+from .targets import emulator_available, toolchain_available
 from .toolchain import BuildResult, build_project
 from .toolchain.device import FLASH_HINT, SRAM_HINT
 from .train import build_training_graph
@@ -165,6 +168,7 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
                   data: Any = None, evals: Any = None, epochs: int = 1, seed: int = 0,
                   shuffle: bool = True, print_outputs: bool = False,
                   measure: bool = True, specialise: bool = True,
+                  stack: int | str | None = None,
                   progress: Callable[[str], None] | None = None) -> Project:
     """Model (float models are quantized first with ``calib``) -> C project in ``out_dir``.
 
@@ -183,12 +187,28 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     tried before giving up (and, when flash is short, the arm backend's out-of-line kernels
     instead of its layer-specialised ones; ``specialise=False`` asks for those from the
     start). ``progress`` is called with the name of each of the COMPILE_STAGES as it
-    begins (the CLI's progress bar)."""
+    begins (the CLI's progress bar).
+
+    ``stack`` (device boards): the stack the firmware reserves, in bytes, instead of the
+    board's ``stack``; ``"auto"``: measured: the same model and spec compiled with the
+    board's stack and one sample, built and run once on the emulator (a training step,
+    evaluations, an inference) with the stack painted, and its high-water mark plus
+    STACK_MARGIN reserved (the manifest records both: ``device.stack_bytes``,
+    ``device.stack_measured_bytes``)."""
     stage = progress or (lambda name: None)
     b = resolve_board(board)
     device = b is not None and b.arch != "host"
     check_prefix(prefix)
     check_out_dir(out_dir, force, training=spec is not None)
+    measured = None
+    if stack is not None:
+        if not device:
+            raise PockError(f"--stack {stack}: the stack is reserved by a device board's "
+                            "firmware; the host project uses the process's stack")
+        if stack == "auto":
+            measured = measure_stack(model, b, board, spec, calib, prefix, backend, measure)
+            stack = reserve_stack(measured)
+        b = dc_replace(b, stack=check_stack_size(stack, b))
     stage("load")
     source = quantize(load(model), calib)
     stage("training graph")
@@ -218,8 +238,68 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
                       board=b if device else "host", data=dev_data,
                       board_file=own_board_file(board) if device else None)
     project = write(rendered, out_dir, force=force)
+    if measured is not None:
+        project = record_measured_stack(project, measured)
     write_plan_record(project, infer, train)
     return project
+
+
+STACK_MARGIN = (256, 4)     # a measured stack reserves high-water + max(256 B, high-water / 4)
+MIN_STACK = 512
+
+
+def reserve_stack(high_water: int) -> int:
+    """The stack to reserve for a measured high-water mark (8-byte aligned)."""
+    fixed, frac = STACK_MARGIN
+    return align_up(max(MIN_STACK, high_water + max(fixed, high_water // frac)), 8)
+
+
+def check_stack_size(stack: Any, board: Any) -> int:
+    """A requested stack size in bytes: a positive multiple of 8, at least MIN_STACK, and
+    less than the board's SRAM."""
+    try:
+        n = int(stack)
+    except (TypeError, ValueError):
+        raise PockError(f"--stack {stack!r}: give bytes (e.g. 2048) or auto") from None
+    if n < MIN_STACK or n % 8 or n >= board.sram_budget:
+        raise PockError(f"--stack {n}: must be a multiple of 8 from {MIN_STACK} B up to less "
+                        f"than board {board.name}'s SRAM ({board.sram_budget:,} B)")
+    return n
+
+
+def measure_stack(model: Any, board: Any, board_arg: str, spec: Any, calib: Any, prefix: str,
+                  backend: str, measure: bool) -> int:
+    """The stack high-water mark of the firmware of ``model`` on ``board``: compiled with the
+    board's own stack and one zero sample (one training step, the evaluations before and
+    after, an inference), built and run once on the emulator, which reports the deepest use
+    of the painted stack."""
+    for ok, why in (toolchain_available(board), emulator_available(board)):
+        if not ok:
+            raise PockError(f"--stack auto measures the stack on {board.name}'s emulator: {why}")
+    g = quantize(load(model), calib).graph
+    x = np.zeros((1, *g.tensors[g.inputs[0]].shape[1:]), np.float32)
+    out = g.tensors[g.outputs[0]]
+    loss = getattr(resolve_spec(spec, board), "loss", "cross_entropy") if spec is not None \
+        else "cross_entropy"
+    y = np.zeros((1, *out.shape[1:]), np.float32) if loss == "mse" else np.zeros(1, np.int64)
+    with tempfile.TemporaryDirectory(prefix="pockengine-stack-") as tmp:
+        proj = compile_model(g, board=board_arg, spec=spec, out_dir=Path(tmp) / "probe",
+                             prefix=prefix, backend=backend, data=(x, y), evals=(x, y),
+                             epochs=1, shuffle=False, measure=measure)
+        res = run_device(proj, build=build_project(proj), timeout=DEFAULT_TIMEOUT)
+    if res.stack_used is None:
+        raise PockError(f"--stack auto: the firmware on {board.name} did not report its stack "
+                        "use")
+    return int(res.stack_used)
+
+
+def record_measured_stack(project: Project, measured: int) -> Project:
+    """Note the measured high-water mark in the project's manifest (``device``)."""
+    path = project.dir / MANIFEST
+    m = json.loads(path.read_text())
+    m["device"]["stack_measured_bytes"] = measured
+    path.write_text(json.dumps(m, indent=1, sort_keys=True) + "\n")
+    return open_project(project.dir)
 
 
 def own_board_file(board: str) -> bytes | None:
