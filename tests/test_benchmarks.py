@@ -49,3 +49,18 @@ def test_fleet_benchmark_smoke():
     assert 0 <= row["accuracy"] <= 1 and 0 <= row["accuracy_centralized"] <= 1
     assert row["bytes_down"] == 2 * row["trained_bytes"] and row["bytes_up"] > 0
     assert "centralized" in format_table([row])
+
+
+@pytest.mark.emulator
+def test_memory_benchmark_smoke(tmp_path):
+    """The digits row: both stacks linked, the measured one smaller, the SRAM difference the
+    stacks' difference."""
+    from tests.benchmark_memory import format_table, measure
+    from tests.targets.helpers import runnable
+
+    runnable("mps2-an386")
+    r = measure("digits", tmp_path)
+    assert r["stack_measured"] < r["stack_auto"] < r["stack_default"]
+    assert r["sram_default"] - r["sram_auto"] == r["stack_default"] - r["stack_auto"]
+    assert r["arena"] >= r["lower_bound"] > 0 and r["params"] > 0
+    assert "stack auto" in format_table([r])

@@ -1,0 +1,122 @@
+"""Training memory on the boards: the SRAM of a training firmware, part by part.
+
+Per model, trainable set and board: the arena the planner placed and the schedule's lower bound
+(the bound for this op granularity), the parameters with their optimizer state, the stack the
+firmware reserves (the board's 8 KiB, and with ``compile --stack auto``: the measured
+high-water mark + margin) and the linked image's SRAM (``build --json`` ``sram_bytes``: .data +
+.bss + reserved stack) both ways. Everything comes from compiling, linking and running the
+firmware on the board's emulator; no numbers are hard-coded.
+
+    python -m tests.benchmark_memory [--rows mcunet,kws,vww,ad01,digits] [--json]
+
+The shared models live in ../shared/models (skipped when absent); MCUNet-5FPS with TinyEngine's
+"49kb" scheme is rebuilt from its layer table (tests/mcunet.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "models"
+
+# (key, model, spec, board): the model is a file name in ../shared/models, "mcunet" or "digits"
+ROWS = {
+    "mcunet": ("mcunet", None, "mps2-an500"),
+    "kws": ("kws_ref_model.tflite", "bias:last3+weight:last2", "mps2-an500"),
+    "vww": ("vww_96_int8.tflite", "weight:last4", "mps2-an500"),
+    "ad01": ("ad01_int8.tflite", "bias:all+weight:last2,loss=mse", "mps2-an500"),
+    "digits": ("digits", ("bias:all+weight:last2,opt=sgd,lr=0.002,momentum=0.9,"
+               "master_weights=fp32"), "mps2-an386"),
+}
+
+
+def _model(name: str, spec: str | None) -> tuple[Any, Any, Any]:
+    """(model, spec, calibration inputs or None)."""
+    if name == "mcunet":
+        from tests.mcunet import mcunet_graph, mcunet_spec_49kb
+
+        return mcunet_graph(seed=0), mcunet_spec_49kb(), None
+    if name == "digits":
+        from codegen import models
+
+        x, _ = models.digits("train")
+        return models.path("digits_cnn.onnx"), spec, x[:100]
+    path = SHARED / name
+    if not path.is_file():
+        return None, None, None
+    return path, spec, None
+
+
+def measure(key: str, work: Path) -> dict[str, Any] | None:
+    from codegen.pipeline import build_project, compile_model
+
+    name, spec, board = ROWS[key]
+    model, spec, calib = _model(name, spec)
+    if model is None:
+        return None
+    row: dict[str, Any] = {"model": key, "board": board}
+    for how in ("default", "auto"):
+        proj = compile_model(model, board=board, spec=spec, calib=calib,
+                             out_dir=work / f"{key}-{how}", force=True,
+                             stack=None if how == "default" else "auto")
+        b = build_project(proj).to_json()
+        plan = json.loads((proj.dir / "pe_plan.json").read_text())["graphs"]["train"]
+        row.update({"arena": b["arena_bytes"], "lower_bound": plan["lower_bound_bytes"],
+                    "params": b["params_bytes"],
+                    "other": b["sram_static_bytes"] - b["arena_bytes"] - b["params_bytes"],
+                    f"stack_{how}": b["stack_bytes"], f"sram_{how}": b["sram_bytes"]})
+        if how == "auto":
+            row["stack_measured"] = proj.manifest["device"]["stack_measured_bytes"]
+    return row
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    head = ("model", "board", "arena", "lower bound", "params+state", "other", "stack",
+            "stack auto (used)", "SRAM", "SRAM auto")
+    body = [(r["model"], r["board"], f"{r['arena']:,}", f"{r['lower_bound']:,}",
+             f"{r['params']:,}", f"{r['other']:,}", f"{r['stack_default']:,}",
+             f"{r['stack_auto']:,} ({r['stack_measured']:,})", f"{r['sram_default']:,}",
+             f"{r['sram_auto']:,}") for r in rows]
+    widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
+    return "\n".join("  ".join(v.ljust(w) if i < 2 else v.rjust(w)
+                               for i, (v, w) in enumerate(zip(line, widths)))
+                     for line in [head, *body])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", default=",".join(ROWS), help="which rows (default: all)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="pockengine-memory-") as tmp:
+        for key in args.rows.split(","):
+            if key not in ROWS:
+                print(f"unknown row {key!r}: choose from {', '.join(ROWS)}", file=sys.stderr)
+                return 2
+            r = measure(key, Path(tmp))
+            if r is None:
+                print(f"{key}: ../shared/models/{ROWS[key][0]} is not here; skipped",
+                      file=sys.stderr)
+                continue
+            print(f"{key}: SRAM {r['sram_default']:,} -> {r['sram_auto']:,} B", file=sys.stderr,
+                  flush=True)
+            rows.append(r)
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    print("bytes; SRAM = the linked image (.data + .bss + reserved stack); other = the "
+          "harness, libc and runtime data; stack auto = compile --stack auto (measured "
+          "high-water mark in parentheses)")
+    print(format_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
