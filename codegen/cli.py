@@ -555,6 +555,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         check_device_budget,
         check_pins,
         kernel_costs,
+        own_board_file,
         plan_lowered,
         resolve_board,
         resolve_spec,
@@ -568,7 +569,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     graph = prepare_model(args.model, calib, None)
     board = resolve_board(args.board) if args.board else None
     cost = kernel_costs(graph, board, chain_for(board, args.backend),
-                        measure=not args.no_measure)
+                        measure=not args.no_measure,
+                        board_file=own_board_file(args.board) if args.board else None)
     infer = plan_lowered(graph, board, args.backend, cost=cost)
     target, train, unordered = infer, None, None
     if args.train:

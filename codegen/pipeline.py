@@ -218,7 +218,8 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     check_pins(pins, source.graph, tg)
     chain = chain_for(b, backend)
     stage("kernel costs")
-    cost = kernel_costs(source.graph, b, chain, measure=measure)
+    cost = kernel_costs(source.graph, b, chain, measure=measure,
+                        board_file=own_board_file(board) if device else None)
     stage("plan")
     infer = plan_lowered(beside_training(source.graph, tg), b, backend, pins, cost)
     train = plan_lowered(tg, b, backend, pins, cost) if tg is not None else None
@@ -283,7 +284,10 @@ def measure_stack(model: Any, board: Any, board_arg: str, spec: Any, calib: Any,
         else "cross_entropy"
     y = np.zeros((1, *out.shape[1:]), np.float32) if loss == "mse" else np.zeros(1, np.int64)
     with tempfile.TemporaryDirectory(prefix="pockengine-stack-") as tmp:
-        proj = compile_model(g, board=board_arg, spec=spec, out_dir=Path(tmp) / "probe",
+        # the probe keeps the board's stack, which may be what does not fit the budget: it
+        # runs on a copy of the board whose budget is the memory the emulator models
+        probe_board = roomy_board_file(board_arg, board, Path(tmp))
+        proj = compile_model(g, board=str(probe_board), spec=spec, out_dir=Path(tmp) / "probe",
                              prefix=prefix, backend=backend, data=(x, y), evals=(x, y),
                              epochs=1, shuffle=False, measure=measure)
         res = run_device(proj, build=build_project(proj), timeout=DEFAULT_TIMEOUT)
@@ -291,6 +295,25 @@ def measure_stack(model: Any, board: Any, board_arg: str, spec: Any, calib: Any,
         raise PockError(f"--stack auto: the firmware on {board.name} did not report its stack "
                         "use")
     return int(res.stack_used)
+
+
+def roomy_board_file(board_arg: str, board: Any, work: Path) -> Path:
+    """A copy of the board's file (same name) in ``work`` whose budget is the whole memory its
+    emulator models (what a probe that misses the real budget needs to build and run)."""
+    import yaml  # lazy: --help imports this module
+
+    from .board import boards_dir
+    from .safe_yaml import load_yaml_file
+
+    src = Path(board_arg) if is_board_path(board_arg) else boards_dir() / f"{board.name}.yaml"
+    d = load_yaml_file(src, "board file")
+    mem = d.get("memory") or {}
+    if "sram" in mem and "flash" in mem:
+        d["budget"] = {"sram": mem["sram"]["size"], "flash": mem["flash"]["size"]}
+    out = work / "board" / f"{board.name}.yaml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump(d, sort_keys=False))
+    return out
 
 
 def record_measured_stack(project: Project, measured: int) -> Project:
@@ -343,8 +366,16 @@ def check_device_budget(board: Any, infer: LoweredGraph, train: LoweredGraph | N
         if m["stack"] or m["harness"]:
             parts += (f" + stack {m['stack'] / 1024:.1f} KiB + harness "
                       f"{m['harness'] / 1024:.1f} KiB")
+        hint = SRAM_HINT
+        over = m["sram"] - board.sram_budget
+        if over <= m["stack"] - MIN_STACK:
+            # the stack alone could make up for it: say which transformation would
+            hint = (f"hint: {over / 1024:.1f} KiB short, less than the {m['stack'] / 1024:.1f} "
+                    "KiB stack the firmware reserves: compile --stack auto reserves the "
+                    "measured stack instead (about 1 KiB for the models we measured), or "
+                    + SRAM_HINT.removeprefix("hint: "))
         raise PockError(f"{name}: needs {m['sram'] / 1024:.1f} KiB SRAM ({parts}), board "
-                        f"{board.name} has {format_size(board.sram_budget)}; " + SRAM_HINT)
+                        f"{board.name} has {format_size(board.sram_budget)}; " + hint)
     if m["flash"] > board.flash_budget:
         raise PockError(f"{name}: needs {m['flash'] / 1024:.1f} KiB flash (constants and "
                         f"parameter images {m['constants'] / 1024:.1f} KiB + kernel tables "
@@ -354,10 +385,12 @@ def check_device_budget(board: Any, infer: LoweredGraph, train: LoweredGraph | N
     return m
 
 
-def kernel_costs(graph: Graph, board: Any, chain: Any, *, measure: bool = True) -> Any:
+def kernel_costs(graph: Graph, board: Any, chain: Any, *, measure: bool = True,
+                 board_file: bytes | None = None) -> Any:
     """The cost model lowering chooses by: None for a one-backend chain; else measured counts
     (from the cache, measured now on the board's emulator when ``measure`` and the static model
-    cannot decide some op, see ``cost.CLOSE``) over the static model."""
+    cannot decide some op, see ``cost.CLOSE``) over the static model. ``board_file``: the
+    bytes of a board file of one's own (the measuring builds need it to find the board)."""
     if len(chain.backends) < 2:
         return None
     cached = load_cache()
@@ -369,11 +402,12 @@ def kernel_costs(graph: Graph, board: Any, chain: Any, *, measure: bool = True) 
                and not model.decided(graph.op_by_name(name), list(ch.candidates))
                for c in ch.candidates if call_key(c, chain.target) not in cached]
     if missing:
-        model.measured = {**cached, **measure_kernel_costs(graph, board, chain)}
+        model.measured = {**cached, **measure_kernel_costs(graph, board, chain, board_file)}
     return model
 
 
-def measure_kernel_costs(graph: Graph, board: Any, chain: Any) -> dict[str, int]:
+def measure_kernel_costs(graph: Graph, board: Any, chain: Any,
+                         board_file: bytes | None = None) -> dict[str, int]:
     """Instructions per call of every forward op's kernel, measured on the board's emulator:
     one profiling build per backend of the chain (each op on that backend where it runs there,
     ref elsewhere), one inference each; the counts go into the cache. {} without an emulator."""
@@ -389,7 +423,7 @@ def measure_kernel_costs(graph: Graph, board: Any, chain: Any) -> dict[str, int]
             infer = lowered_graph(graph, lowering, plan(graph, lowering))
             dev = embed(graph, None, None, (x, None))
             rendered = render(Lowered(infer, None, backend.name, tuple(b.name for b in sub)),
-                              load(graph), board=board, data=dev)
+                              load(graph), board=board, data=dev, board_file=board_file)
             proj = write(rendered, Path(tmp) / "p")
             res = run_device(proj, build=build(proj, profile_ops=True), profile_ops=True)
         per_op = {r["op"]: r["per_call"] for r in res.instructions.get("per_op_infer", [])}

@@ -57,6 +57,39 @@ def test_measured_stack_is_reserved_and_enough(tmp_path):
     assert pockengine_json("build", mine, "--json")["stack_bytes"] == 2048
 
 
+@pytest.mark.emulator
+def test_budget_error_names_the_stack_and_auto_makes_it_fit(tmp_path):
+    """A board whose SRAM is a few KiB short for the firmware with 8 KiB of stack: compile says
+    that --stack auto would do, and with it the firmware compiles, links within the budget and
+    trains (the probe that measures the stack runs on the emulator's whole memory)."""
+    runnable("mps2-an386")
+    import yaml
+
+    from codegen.board import boards_dir
+    from codegen.safe_yaml import load_yaml_file
+
+    train, evals, calib = write_npz(tmp_path)
+    args = ["compile", models.path("digits_cnn.onnx"), "--train", SPEC, "--calib", calib,
+            "--data", train, "--eval", evals, "--epochs", "1"]
+    assert pockengine(*args, "--board", "mps2-an386", "-o", tmp_path / "roomy").returncode == 0
+    need = pockengine_json("build", tmp_path / "roomy", "--json")["sram_bytes"]
+    budget = need - 4096                     # 4 KiB short with the board's 8 KiB stack
+    d = load_yaml_file(boards_dir() / "mps2-an386.yaml", "board file")
+    d["name"], d["budget"] = "tight", {"sram": f"{budget} B", "flash": "1 MiB"}
+    board = tmp_path / "tight.yaml"
+    board.write_text(yaml.safe_dump(d, sort_keys=False))
+    args += ["--board", board]
+    r = pockengine(*args, "-o", tmp_path / "p")
+    assert r.returncode == 2 and "--stack auto" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    r = pockengine(*args, "--stack", "auto", "-o", tmp_path / "p")
+    assert r.returncode == 0, r.stderr
+    built = pockengine_json("build", tmp_path / "p", "--json")
+    assert built["fits"] and built["sram_bytes"] <= budget
+    sim = pockengine_json("sim", tmp_path / "p", "--json")
+    assert sim["stack_used_bytes"] <= built["stack_bytes"] and sim["params_sha256"]
+
+
 @pytest.mark.parametrize("board, stack, msg", [
     ("mps2-an386", "100", "multiple of 8 from 512"),
     ("mps2-an386", "1001", "multiple of 8 from 512"),
