@@ -127,6 +127,20 @@ def load_npz(path: str | Path, need_y: bool = False) -> tuple[np.ndarray, np.nda
     return x, y
 
 
+def data_arrays(data: Any, what: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """(x, y or None) of a data argument: an .npz path, a mapping with ``x`` (and ``y``) or
+    an (x, y) tuple."""
+    if isinstance(data, (str, Path)):
+        return load_npz(data)
+    if isinstance(data, tuple):
+        x, y = data
+    else:
+        if "x" not in data:
+            raise PockError(f"{what}: no array 'x'")
+        x, y = data["x"], data.get("y")
+    return np.asarray(x), None if y is None else np.asarray(y)
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     """What data fitting needs to know of a model input or output: shape (with the batch

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from .board import list_boards, load_board
-from .data import TensorSpec, fit_input, fit_targets, load_npz
+from .data import TensorSpec, data_arrays, fit_input, fit_targets
 from .errors import PockError
-from .golden.training import TrainState, fit, predict
+from .golden.training import TrainState, fit, params_from_bytes, predict
 from .ir import Graph
 from .model_store import load, quantize
 from .pipeline import (
@@ -53,15 +53,7 @@ def prepare_model(model: str | Path | Graph, calib: np.ndarray | None,
     return quantize(load(model), samples).graph
 
 
-def _split(data: Mapping[str, np.ndarray] | str | Path, what: str) -> tuple[np.ndarray, Any]:
-    if isinstance(data, (str, Path)):
-        return load_npz(data)
-    if "x" not in data:
-        raise PockError(f"{what}: no array 'x'")
-    return np.asarray(data["x"]), None if data.get("y") is None else np.asarray(data["y"])
-
-
-def _targets(graph: Graph, loss: str, x: np.ndarray, y: Any, what: str) -> np.ndarray:
+def targets_for(graph: Graph, loss: str, x: np.ndarray, y: Any, what: str) -> np.ndarray:
     """Class labels (cross-entropy) or int8 targets of the output's shape (MSE)."""
     return fit_targets(TensorSpec.of(graph, graph.outputs[0]), loss, x, y, what)
 
@@ -124,17 +116,17 @@ def fit_model(model: str | Path | Graph, spec: Any,
         raise PockError(f"epochs must be >= 0, got {epochs}")
     t0 = time.perf_counter()
     spec = resolve_spec(spec, defaults)          # the board's backward mode, if the spec has none
-    x_tr, y_tr = _split(train, "training data")
+    x_tr, y_tr = data_arrays(train, "training data")
     graph = prepare_model(model, calib, x_tr)
     if check_graph is not None:
         check_graph(graph)
     x_tr = fit_input(graph, x_tr, "training data x")
-    t_tr = _targets(graph, spec.loss, x_tr, y_tr, "training data")
+    t_tr = targets_for(graph, spec.loss, x_tr, y_tr, "training data")
     ev = None
     if evals is not None:
-        x_ev, y_ev = _split(evals, "evaluation data")
+        x_ev, y_ev = data_arrays(evals, "evaluation data")
         x_ev = fit_input(graph, x_ev, "evaluation data x")
-        ev = (x_ev, _targets(graph, spec.loss, x_ev, y_ev, "evaluation data"))
+        ev = (x_ev, targets_for(graph, spec.loss, x_ev, y_ev, "evaluation data"))
     tg = build_training_graph(graph, spec)
     job = FitJob(graph, spec, tg, TrainState.from_graph(tg), x_tr, t_tr, ev, epochs, seed,
                  shuffle, progress, backend)
@@ -216,12 +208,7 @@ class FitJob:
 
     def load_params(self, blob: bytes) -> None:
         """The trained parameters an engine exported (in order, little-endian) into state."""
-        offset = 0
-        for name in self.state.parameters:
-            t = self.tg.tensors[name]
-            dt = np.dtype(t.dtype).newbyteorder("<")
-            self.state.set(name, np.frombuffer(blob, dt, t.size, offset).reshape(t.shape))
-            offset += t.nbytes
+        self.state.load(params_from_bytes(self.tg, blob))
 
 
 @dataclass

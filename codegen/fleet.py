@@ -62,11 +62,19 @@ from flwr.serverapp.strategy import FedAvg
 from flwr.supercore.task_identity import TaskIdentity
 
 from .board import list_boards, load_board
-from .data import fit_input, load_npz, sample_order
+from .data import data_arrays, fit_input
 from .errors import PockError
-from .fit import _targets, evaluate, fit_model, prepare_model
+from .fit import evaluate, fit_model, prepare_model, targets_for
+from .golden.numerics import rounding_divide_by_pot
 from .golden.train_optim import param_limits
-from .golden.training import TrainState, fit, import_params, predict
+from .golden.training import (
+    TrainState,
+    fit,
+    import_params,
+    params_from_bytes,
+    params_to_bytes,
+    predict,
+)
 from .ir import Graph
 from .ir.ops import UPDATE_OPS
 from .model_store import graph_digest
@@ -127,23 +135,6 @@ class Layout:
     def nbytes(self) -> int:
         return sum(e.nbytes for e in self.entries)
 
-    def split(self, blob: bytes) -> list[np.ndarray]:
-        if len(blob) != self.nbytes:
-            raise PockError(f"parameter image of {len(blob)} B, the model's has {self.nbytes} B")
-        out, offset = [], 0
-        for e in self.entries:
-            dt = np.dtype(e.dtype).newbyteorder("<")
-            out.append(np.frombuffer(blob, dt, e.size, offset).reshape(e.shape)
-                       .astype(e.dtype))
-            offset += e.nbytes
-        return out
-
-    def join(self, arrays: Sequence[np.ndarray]) -> bytes:
-        return b"".join(np.ascontiguousarray(a, np.dtype(e.dtype).newbyteorder("<")).tobytes()
-                        for e, a in zip(self.entries, arrays))
-
-    def sha256(self, arrays: Sequence[np.ndarray]) -> str:
-        return hashlib.sha256(self.join(arrays)).hexdigest()
 
 
 def encode_delta(new: np.ndarray, old: np.ndarray) -> np.ndarray:
@@ -172,7 +163,7 @@ def _round_div(num: np.ndarray, den: int) -> np.ndarray:
     return np.where(num < 0, -q, q)
 
 
-def server_master(layout: Layout, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+def server_master(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """The server's fixed-point copy of the global model (2**-16 quanta), from int values."""
     return [np.asarray(a, np.int64) << FRAC_BITS for a in arrays]
 
@@ -212,8 +203,7 @@ def aggregate(layout: Layout, master: Sequence[np.ndarray],
 
 
 def _to_int(e: Entry, master: np.ndarray) -> np.ndarray:
-    return np.clip(_round_div(np.asarray(master, np.int64), 1 << FRAC_BITS), e.lo, e.hi) \
-        .astype(e.dtype)
+    return np.clip(rounding_divide_by_pot(master, FRAC_BITS), e.lo, e.hi).astype(e.dtype)
 
 
 def check_update(layout: Layout, arrays: Sequence[np.ndarray], names: Sequence[str],
@@ -231,8 +221,9 @@ def check_update(layout: Layout, arrays: Sequence[np.ndarray], names: Sequence[s
                                  f"{list(e.shape)}")
         if d.dtype not in (np.int8, np.int32, np.int64):
             raise UpdateRejected(f"{e.name}: delta of dtype {d.dtype}")
-    if delta_crc(arrays) != crc:
-        raise UpdateRejected(f"CRC-32 {delta_crc(arrays):08x} of the deltas, the client "
+    got = delta_crc(arrays)
+    if got != crc:
+        raise UpdateRejected(f"CRC-32 {got:08x} of the deltas, the client "
                              f"sent {crc:08x}")
     if samples <= 0:
         raise UpdateRejected(f"{samples} samples")
@@ -327,6 +318,21 @@ class FleetModel:
             h.update(f"{e.name}:{e.dtype}:{e.shape}:{e.lo}:{e.hi};".encode())
         return cls(graph, spec, tg, layout, initial, h.hexdigest())
 
+    def split(self, blob: bytes) -> list[np.ndarray]:
+        """An export blob as the trained tensors' arrays, in export order."""
+        return list(params_from_bytes(self.tg, blob).values())
+
+    @staticmethod
+    def join(arrays: Sequence[np.ndarray]) -> bytes:
+        """The trained tensors' arrays as an export blob."""
+        return params_to_bytes(arrays)
+
+    def state(self, arrays: Sequence[np.ndarray]) -> TrainState:
+        """A fresh training state holding ``arrays`` (the masters follow them)."""
+        state = TrainState.from_graph(self.tg)
+        import_params(self.tg, state, self.join(arrays))
+        return state
+
 
 class Engine:
     """Fine-tunes from a global state on a client's samples; returns the new parameters."""
@@ -357,8 +363,7 @@ class GoldenEngine(Engine):
         state = TrainState.from_graph(self.tg)
         import_params(self.tg, state, global_blob)
         fit(self.tg, state, x, t, epochs=epochs, shuffle=True, seed=seed)
-        return b"".join(np.ascontiguousarray(state[n], state[n].dtype.newbyteorder("<"))
-                        .tobytes() for n in state.parameters)
+        return state.params_bytes()
 
 
 class HostEngine(Engine):
@@ -557,10 +562,10 @@ def client_train(setup: ClientSetup, client: int, arrays: list[np.ndarray],
         raise PockError(f"fault reboot@{client}:{server_round}: client {client} has no device "
                         "to reboot (QEMU boards only)")
     restarts = engine.restarts
-    blob = engine.train(fm.layout.join(arrays), setup.x[idx], setup.t[idx],
+    blob = engine.train(fm.join(arrays), setup.x[idx], setup.t[idx],
                         int(config["local-epochs"]),
                         client_seed(int(config["seed"]), server_round, client))
-    new = fm.layout.split(blob)
+    new = fm.split(blob)
     deltas = [encode_delta(n, g) for n, g in zip(new, arrays)]
     names = [e.name for e in fm.layout.entries]
     crc = delta_crc(deltas)
@@ -638,7 +643,7 @@ class FleetAvg(FedAvg):
         self.fm, self.reports, self.node_clients, self.log = fm, reports, node_clients, log
         self.server_lr, self.server_momentum = server_lr, server_momentum
         self.global_arrays = [np.array(a, copy=True) for a in fm.initial]
-        self.master = server_master(fm.layout, fm.initial)
+        self.master = server_master(fm.initial)
         self.velocity = [np.zeros(e.shape, np.int64) for e in fm.layout.entries]
         self.down = fm.layout.nbytes
         self.sent: list[int] = []
@@ -845,10 +850,10 @@ def run_fleet(model: str | Path | Graph, spec: Any, train: Any, evals: Any, *,
     if runtime == "simulation" and devices:
         raise PockError("devices (--port, a board) run with --runtime local")
     t0 = time.perf_counter()
-    x_raw, y_raw = _data(train, "training data")
+    x_raw, y_raw = data_arrays(train, "training data")
     fm = FleetModel.build(model, spec, x_raw if calib is None else calib, board)
     x = fit_input(fm.graph, x_raw, "training data x")
-    t = _targets(fm.graph, fm.spec.loss, x, y_raw, "training data")
+    t = targets_for(fm.graph, fm.spec.loss, x, y_raw, "training data")
     if fm.spec.loss == "cross_entropy":
         parts = partition(t, clients, split, seed)
     else:                             # no classes to skew: every split is iid
@@ -856,16 +861,15 @@ def run_fleet(model: str | Path | Graph, spec: Any, train: Any, evals: Any, *,
         parts = partition(np.zeros(len(x), np.int64), clients, "iid", seed)
     ev = None
     if evals is not None:
-        xe_raw, ye_raw = _data(evals, "evaluation data")
+        xe_raw, ye_raw = data_arrays(evals, "evaluation data")
         xe = fit_input(fm.graph, xe_raw, "evaluation data x")
-        ev = (xe, _targets(fm.graph, fm.spec.loss, xe, ye_raw, "evaluation data"))
+        ev = (xe, targets_for(fm.graph, fm.spec.loss, xe, ye_raw, "evaluation data"))
 
     def accuracy(arrays: Sequence[np.ndarray]) -> dict:
         if ev is None:
             return {}
-        state = TrainState.from_graph(fm.tg)
-        import_params(fm.tg, state, fm.layout.join(arrays))
-        return evaluate(fm.graph, predict(fm.tg, state, ev[0]), ev[1], fm.spec.loss)
+        return evaluate(fm.graph, predict(fm.tg, fm.state(arrays), ev[0]), ev[1],
+                        fm.spec.loss)
 
     before = accuracy(fm.initial)
     log(f"fleet: {clients} clients ({split}, samples per client "
@@ -905,7 +909,8 @@ def run_fleet(model: str | Path | Graph, spec: Any, train: Any, evals: Any, *,
         if not ports else "serial", "runtime": runtime, "local_epochs": local_epochs,
         "samples": [len(p) for p in parts], "trained_bytes": fm.layout.nbytes,
         "accuracy_before": before.get("accuracy"), "accuracy_after": after.get("accuracy"),
-        "params_sha256": fm.layout.sha256(final), "model_hash": fm.model_hash,
+        "params_sha256": hashlib.sha256(fm.join(final)).hexdigest(),
+        "model_hash": fm.model_hash,
     }
     if centralized:
         c = fit_model(fm.graph, fm.spec, {"x": x, "y": t}, None if ev is None else
@@ -915,9 +920,7 @@ def run_fleet(model: str | Path | Graph, spec: Any, train: Any, evals: Any, *,
         log(f"centralized fine-tune, same samples, {rounds * local_epochs} epochs: "
             f"{_pct(c['accuracy_after'])}")
     summary["seconds"] = time.perf_counter() - t0
-    state = TrainState.from_graph(fm.tg)
-    import_params(fm.tg, state, fm.layout.join(final))
-    return FleetResult(summary, fm.graph, state)
+    return FleetResult(summary, fm.graph, fm.state(final))
 
 
 def parse_fault(text: str) -> tuple[tuple[int, int], str]:
@@ -1047,18 +1050,10 @@ def _quiet_flower() -> None:
     logging.getLogger("flwr").setLevel(logging.ERROR)
 
 
-def _data(data: Any, what: str) -> tuple[np.ndarray, Any]:
-    if isinstance(data, (str, Path)):
-        return load_npz(data)
-    if "x" not in data:
-        raise PockError(f"{what}: no array 'x'")
-    return np.asarray(data["x"]), None if data.get("y") is None else np.asarray(data["y"])
-
-
 def _pct(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.2%}"
 
 
 __all__ = ["Engine", "FleetModel", "FleetResult", "Layout", "UpdateRejected", "aggregate",
            "check_update", "client_seed", "delta_crc", "encode_delta", "partition",
-           "run_fleet", "sample_order"]
+           "run_fleet"]

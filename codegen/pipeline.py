@@ -15,7 +15,6 @@ order; the firmware carries them in flash. Every stage can be called (and tested
 from __future__ import annotations
 
 import hashlib
-import json
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import replace as dc_replace
@@ -44,7 +43,6 @@ from .render.device import HARNESS_RAM_BYTES  # what the harness keeps in RAM (r
 from .render.embed import device_data
 from .render.names import check_prefix
 from .render.output import Project, check_out_dir, open_project, write_project
-from .render.project import MANIFEST
 from .report import write_plan_record  # the plan `pockengine report` draws
 from .run.device import DEFAULT_TIMEOUT, run_device
 from .run.host import run_host_fit, run_host_infer
@@ -130,11 +128,12 @@ def embed(graph: Graph, spec: Any, data: Any = None, evals: Any = None, *, epoch
 
 
 def render(lowered: Lowered, source: Source, *, prefix: str = "pe",
-           board: Any = "host", data: Any = None, board_file: bytes | None = None
-           ) -> RenderedProject:
+           board: Any = "host", data: Any = None, board_file: bytes | None = None,
+           stack_measured: int | None = None) -> RenderedProject:
     """Stage 6: the project's files, in memory (deterministic). ``board``: a name or a
     ``codegen.board.Board``; a device board's project embeds ``data`` (a DeviceData) and
-    carries ``board_file`` (the YAML of a board that is not in the catalogue)."""
+    carries ``board_file`` (the YAML of a board that is not in the catalogue);
+    ``stack_measured``: the stack high-water mark its ``stack`` was sized from."""
     spec = None
     if lowered.train is not None:
         spec = str(lowered.train.graph.metadata["training"].get("source") or "spec")
@@ -143,7 +142,7 @@ def render(lowered: Lowered, source: Source, *, prefix: str = "pe",
     name = "host" if board is None else board.name
     info = SourceInfo(source.name, source.sha256, spec, source.calib_sha256, name)
     return render_project(lowered, info, prefix=prefix, board=board, data=data,
-                          board_file=board_file)
+                          board_file=board_file, stack_measured=stack_measured)
 
 
 write = write_project            # Stage 7: files -> directory (refuses foreign directories)
@@ -200,19 +199,19 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     device = b is not None and b.arch != "host"
     check_prefix(prefix)
     check_out_dir(out_dir, force, training=spec is not None)
-    measured = None
-    if stack is not None:
-        if not device:
-            raise PockError(f"--stack {stack}: the stack is reserved by a device board's "
-                            "firmware; the host project uses the process's stack")
-        if stack == "auto":
-            measured = measure_stack(model, b, board, spec, calib, prefix, backend, measure)
-            stack = reserve_stack(measured)
+    if stack is not None and not device:
+        raise PockError(f"--stack {stack}: the stack is reserved by a device board's "
+                        "firmware; the host project uses the process's stack")
+    if stack is not None and stack != "auto":       # a size: checked before any work
         b = dc_replace(b, stack=check_stack_size(stack, b))
     stage("load")
     source = quantize(load(model), calib)
     stage("training graph")
     spec = resolve_spec(spec, b if device else None)
+    measured = None
+    if stack == "auto":
+        measured = measure_stack(source.graph, b, board, spec, prefix, backend, measure)
+        b = dc_replace(b, stack=check_stack_size(reserve_stack(measured), b))
     tg = training_graph(source.graph, spec)
     pins = dict(getattr(spec, "kernels", None) or {})
     check_pins(pins, source.graph, tg)
@@ -237,10 +236,9 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     stage("render")
     rendered = render(Lowered(infer, train, backend, chain.names), source, prefix=prefix,
                       board=b if device else "host", data=dev_data,
-                      board_file=own_board_file(board) if device else None)
+                      board_file=own_board_file(board) if device else None,
+                      stack_measured=measured)
     project = write(rendered, out_dir, force=force)
-    if measured is not None:
-        project = record_measured_stack(project, measured)
     write_plan_record(project, infer, train)
     return project
 
@@ -268,21 +266,19 @@ def check_stack_size(stack: Any, board: Any) -> int:
     return n
 
 
-def measure_stack(model: Any, board: Any, board_arg: str, spec: Any, calib: Any, prefix: str,
-                  backend: str, measure: bool) -> int:
-    """The stack high-water mark of the firmware of ``model`` on ``board``: compiled with the
-    board's own stack and one zero sample (one training step, the evaluations before and
-    after, an inference), built and run once on the emulator, which reports the deepest use
-    of the painted stack."""
+def measure_stack(g: Graph, board: Any, board_arg: str, spec: Any, prefix: str, backend: str,
+                  measure: bool) -> int:
+    """The stack high-water mark of the firmware of the (int8) graph ``g`` with the resolved
+    ``spec`` on ``board``: compiled with the board's own stack and one zero sample (one
+    training step, the evaluations before and after, an inference), built and run once on
+    the emulator, which reports the deepest use of the painted stack."""
     for ok, why in (toolchain_available(board), emulator_available(board)):
         if not ok:
             raise PockError(f"--stack auto measures the stack on {board.name}'s emulator: {why}")
-    g = quantize(load(model), calib).graph
     x = np.zeros((1, *g.tensors[g.inputs[0]].shape[1:]), np.float32)
     out = g.tensors[g.outputs[0]]
-    loss = getattr(resolve_spec(spec, board), "loss", "cross_entropy") if spec is not None \
-        else "cross_entropy"
-    y = np.zeros((1, *out.shape[1:]), np.float32) if loss == "mse" else np.zeros(1, np.int64)
+    mse = spec is not None and spec.loss == "mse"
+    y = np.zeros((1, *out.shape[1:]), np.float32) if mse else np.zeros(1, np.int64)
     with tempfile.TemporaryDirectory(prefix="pockengine-stack-") as tmp:
         # the probe keeps the board's stack, which may be what does not fit the budget: it
         # runs on a copy of the board whose budget is the memory the emulator models
@@ -314,15 +310,6 @@ def roomy_board_file(board_arg: str, board: Any, work: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(yaml.safe_dump(d, sort_keys=False))
     return out
-
-
-def record_measured_stack(project: Project, measured: int) -> Project:
-    """Note the measured high-water mark in the project's manifest (``device``)."""
-    path = project.dir / MANIFEST
-    m = json.loads(path.read_text())
-    m["device"]["stack_measured_bytes"] = measured
-    path.write_text(json.dumps(m, indent=1, sort_keys=True) + "\n")
-    return open_project(project.dir)
 
 
 def own_board_file(board: str) -> bytes | None:

@@ -112,7 +112,7 @@ def _reference(master, updates, lr=Fraction(1)):
 def test_aggregate_is_exact_order_free_and_saturates():
     rng = np.random.default_rng(0)
     g = [np.array([0, 5, -5, 126, -126, 10], np.int8), np.array([999, -3], np.int32)]
-    master = server_master(LAYOUT, g)
+    master = server_master(g)
     updates = [([rng.integers(-6, 7, 6).astype(np.int8), rng.integers(-50, 50, 2)
                  .astype(np.int32)], int(n)) for n in (3, 7, 1)]
     for lr in (Fraction(1), Fraction(3, 2)):
@@ -136,7 +136,7 @@ def test_sub_quantum_moves_accumulate_over_rounds():
     """One client of eight moves a weight by 1 each round: a rounded average would lose it
     every round; the server's fixed-point master moves it by 1/8 per round."""
     g = [np.zeros(6, np.int8), np.zeros(2, np.int32)]
-    master = server_master(LAYOUT, g)
+    master = server_master(g)
     one = ([np.array([1, 0, 0, 0, 0, 0], np.int8), np.zeros(2, np.int32)], 10)
     zero = ([np.zeros(6, np.int8), np.zeros(2, np.int32)], 10)
     seen = []
@@ -149,7 +149,7 @@ def test_sub_quantum_moves_accumulate_over_rounds():
 
 def test_server_momentum_is_exact():
     g = [np.zeros(6, np.int8), np.zeros(2, np.int32)]
-    master = server_master(LAYOUT, g)
+    master = server_master(g)
     vel = [np.zeros(6, np.int64), np.zeros(2, np.int64)]
     up = ([np.full(6, 2, np.int8), np.zeros(2, np.int32)], 1)
     master, g = aggregate(LAYOUT, master, [up], momentum=Fraction(1, 2), velocity=vel)

@@ -16,7 +16,7 @@ update op lists in ``updates``) live in a :class:`TrainState`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,8 +154,7 @@ class TrainState:
         order, each parameter's current value as C-order bytes in its dtype, little-endian
         (int8 weights one byte per element, int32 biases four bytes), concatenated with
         nothing in between (:func:`import_params` reads them back)."""
-        return b"".join(np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<")).tobytes()
-                        for v in (self.values[n] for n in self.parameters))
+        return params_to_bytes(self.values[n] for n in self.parameters)
 
     def params_sha256(self) -> str:
         """sha256 of :meth:`params_bytes`."""
@@ -288,6 +287,13 @@ class TrainProgram:
         if keep_all:
             return env
         return {n: env[n] for n in g.outputs}
+
+
+def params_to_bytes(values: Iterable[np.ndarray]) -> bytes:
+    """Parameter values (in export order) as ``<p>_params_export`` writes them: each as
+    C-order little-endian bytes of its dtype, back to back."""
+    return b"".join(np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<")).tobytes()
+                    for v in values)
 
 
 def params_from_bytes(graph: Graph, blob: bytes) -> dict[str, np.ndarray]:

@@ -10,32 +10,15 @@ and ``embed_data`` rewrites that project's data files for ``pockengine sim --dat
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..data import TensorSpec, fit_targets, fit_to, load_npz, sample_order
+from ..data import TensorSpec, data_arrays, fit_targets, fit_to, sample_order
 from ..errors import PockError
 from .device import DeviceData, check_data, data_files
 from .output import MANIFEST, Project
-
-
-def _split(data: Any, what: str) -> tuple[np.ndarray, Any, str | None]:
-    """(x, y or None, file name or None) of an .npz path, a mapping with x/y or a tuple."""
-    if data is None:
-        return np.zeros(0), None, None
-    if isinstance(data, (str, Path)):
-        x, y = load_npz(data)
-        return x, y, str(data)
-    if isinstance(data, Mapping):
-        if "x" not in data:
-            raise PockError(f"{what}: no array 'x'")
-        return np.asarray(data["x"]), None if data.get("y") is None else np.asarray(
-            data["y"]), None
-    x, y = data
-    return np.asarray(x), None if y is None else np.asarray(y), None
 
 
 def device_data(inp: Any, out: Any, loss: str | None, train: Any = None, evals: Any = None,
@@ -55,13 +38,15 @@ def device_data(inp: Any, out: Any, loss: str | None, train: Any = None, evals: 
         if loss is None:
             raise PockError("training data for a model compiled without a training spec "
                             "(add --train)")
-        x, y, name = _split(train, "training data")
+        x, y = data_arrays(train, "training data")
+        name = str(train) if isinstance(train, (str, Path)) else None
         train_x = fit_to(inp, x, "training data x")
         train_t = fit_targets(out, loss, train_x, y, "training data")
         source["train"] = name
     eval_x, eval_t = empty, None
     if evals is not None:
-        x, y, name = _split(evals, "evaluation data")
+        x, y = data_arrays(evals, "evaluation data")
+        name = str(evals) if isinstance(evals, (str, Path)) else None
         eval_x = fit_to(inp, x, "evaluation data x")
         if loss is not None:
             eval_t = fit_targets(out, loss, eval_x, y, "evaluation data")

@@ -129,13 +129,16 @@ def runtime_identifiers(files: dict[str, bytes]) -> set[str]:
 
 def render_project(lowered: Lowered, source: SourceInfo, *, prefix: str = "pe",
                    board: Board | None = None, data: DeviceData | None = None,
-                   board_file: bytes | None = None) -> RenderedProject:
+                   board_file: bytes | None = None,
+                   stack_measured: int | None = None) -> RenderedProject:
     """The project's files. ``board``: a device board (None or an ``arch: host`` board: the
     host harness); a device project embeds ``data`` (default: none, the firmware then only
     initialises and reports) and carries the board's runtime, linker script and Makefile.
     ``board_file``: the bytes of the board's YAML file when it is not the catalogue's (a
     board file of the user's own): copied to ``board/<name>.yaml`` and recorded in the
-    manifest (``board_file``), so that ``build`` and ``sim`` find the board without it."""
+    manifest (``board_file``), so that ``build`` and ``sim`` find the board without it.
+    ``stack_measured``: the stack high-water mark the board's ``stack`` was sized from
+    (``compile --stack auto``), recorded as the manifest's ``device.stack_measured_bytes``."""
     check_prefix(prefix)
     device = board is not None and board.arch != "host"
     builder = RecordBuilder(lowered, prefix)
@@ -202,6 +205,8 @@ def render_project(lowered: Lowered, source: SourceInfo, *, prefix: str = "pe",
         files.update(bf.files)
         foreign.update(bf.files)
         device_info = _device_manifest(board, data, ctx)
+        if stack_measured is not None:     # compile --stack auto: what the stack was sized from
+            device_info["stack_measured_bytes"] = int(stack_measured)
         if board_file is not None:
             files[board_file_path(board.name)] = board_file
     else:
