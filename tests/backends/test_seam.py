@@ -117,7 +117,10 @@ def test_chains_come_from_board_data(monkeypatch):
     auto = chain_for(load_board("mps2-an386"))                            # DSP, no CMSIS-NN
     assert auto.names == ("arm", "ref") and "CMSIS-NN sources not found" in auto.notes[0]
     assert chain_for(load_board("mps2-an386"), "arm").names == ("arm", "ref")
-    assert chain_for(load_board("hexagon-v67")).names == ("ref",)        # no hvx backend yet
+    assert chain_for(load_board("hexagon-v67")).names == ("hvx", "ref")  # HVX DSP
+    assert chain_for(load_board("hexagon-v67"), "ref").names == ("ref",)
+    with pytest.raises(PockError, match="backend hvx has no kernels for cortex-m boards"):
+        chain_for(load_board("mps2-an386"), "hvx")
     assert chain_for(load_board("mps2-an386"), "ref").names == ("ref",)
     with pytest.raises(PockError) as e:
         chain_for(load_board("mps2-an386"), "cmsis-nn")

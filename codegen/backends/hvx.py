@@ -1,0 +1,291 @@
+"""The hvx backend: pockengine's own int8 kernels for Hexagon DSPs with 128-byte HVX vectors.
+
+The kernels (``runtime_c/kernels/hvx``, prototypes in ``pe_hvx_kernels.h``) are C with
+clang's HVX intrinsics; they build only for Hexagon (v66 and later) and are tested under
+qemu-hexagon against the golden model. Each builder starts from the op's ref record (the same
+offsets, clamps, dims and multipliers, from ``params``) and adds what can be computed at
+compile time:
+
+- ``rq``: TFLM's double-rounding requantization per output lane as five vectors of int32
+  per 32 lanes (:func:`rq_words`), in the order the kernel's accumulators hold the lanes;
+- conv2d / fully_connected: the weights packed for ``vrmpy`` (:func:`pack_gemm_weights`: per
+  block of 32 output channels and group of four inputs one 128-byte vector) and the input
+  offset folded into the bias (``ksum``), for weights nothing changes at run time; weights
+  that training changes are packed into the scratch by the kernel at every call;
+- depthwise_conv2d: the weights as int16 per lane pattern and tap (:func:`dw_layout`), the
+  lane layout (``flat``: the output row as one run of values when the stride along the width
+  is 1, else per pixel) and the ksum.
+
+What each kernel takes (others decline to the next backend):
+
+- conv2d: one group, int8 (any kernel, stride, padding, dilation);
+- depthwise_conv2d: depth multiplier 1, frozen weights;
+- fully_connected: symmetric weights (filter offset 0), per tensor or per channel;
+- avg_pool2d (windows below 2^20 taps), max_pool2d; add: equal shapes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from math import gcd
+
+import numpy as np
+
+from ..golden import numerics as nx
+from ..ir import Graph, Op
+from .base import Backend, Builder, Target
+from .kernel_call import (
+    Arg,
+    ArrayArg,
+    ConstArray,
+    KernelCall,
+    NullArg,
+    ScalarArg,
+)
+from .params import OpArgs, int32_array, mutable_tensors
+from .ref_args import forward_call, same_dims_call
+
+SUFFIX = "_hvx"
+LANES = 32                       # int32 lanes of a 128-byte vector
+RQ_VECTORS = 5
+MAX_POOL_TAPS = 1 << 20          # pe_pool2d_s8_hvx.c's exact division
+MAX_FLAT_PATTERNS = 16           # depthwise: more lane patterns than this: per pixel
+
+
+def _pad_to(values: np.ndarray, n: int, fill: int = 0) -> np.ndarray:
+    out = np.full(n, fill, np.int64)
+    out[: values.size] = values
+    return out
+
+
+def rq_words(multiplier, shift) -> np.ndarray:
+    """pe_hvx.h's requantization vectors of lanes with these multipliers and shifts, lanes
+    padded to a multiple of 32 (padding: multiplier 0): per block of 32 lanes the 32
+    multipliers, left shifts, right shifts, 2^right - 1 and (2^right - 1) >> 1."""
+    m = np.asarray(multiplier, np.int64).reshape(-1)
+    s = np.asarray(shift, np.int64).reshape(-1)
+    n = -(-m.size // LANES) * LANES
+    m, s = _pad_to(m, n), _pad_to(s, n)
+    left, right = np.maximum(s, 0), np.maximum(-s, 0)
+    mask = np.left_shift(np.int64(1), right) - 1
+    words = np.stack([m, left, right, mask, mask >> 1])          # (5, n)
+    return words.reshape(RQ_VECTORS, n // LANES, LANES).transpose(1, 0, 2).reshape(-1)
+
+
+def _quant(ref: KernelCall, n_out: int) -> tuple[np.ndarray, np.ndarray]:
+    q = ref.arg("quant").value.values
+    m, s = q["multiplier"], q["shift"]
+    m = m.values if isinstance(m, ConstArray) else np.array([m])
+    s = s.values if isinstance(s, ConstArray) else np.array([s])
+    return (np.broadcast_to(np.asarray(m, np.int64), (n_out,)),
+            np.broadcast_to(np.asarray(s, np.int64), (n_out,)))
+
+
+def pack_gemm_weights(weight: np.ndarray) -> np.ndarray:
+    """Rows (out, k) of int8 weights in pe_hvx_gemm.h's layout: per block ob of 32 rows and
+    group kg of four values a vector whose lane i holds w[32 ob + i][4 kg .. 4 kg + 3]."""
+    w = np.asarray(weight, np.int8).reshape(weight.shape[0], -1)
+    out_c, k = w.shape
+    blocks, groups = -(-out_c // LANES), -(-k // 4)
+    padded = np.zeros((blocks * LANES, groups * 4), np.int8)
+    padded[:out_c, :k] = w
+    return padded.reshape(blocks, LANES, groups, 4).transpose(0, 2, 1, 3).reshape(-1)
+
+
+def kernel_sums(weight: np.ndarray, input_offset: int) -> np.ndarray:
+    """input_offset * sum of each output channel's weights (rows: the first axis), wrapped to
+    int32, padded to a multiple of 32."""
+    w = np.asarray(weight, np.int64).reshape(weight.shape[0], -1)
+    sums = nx.wrap_int32(w.sum(axis=1) * int(input_offset))
+    return _pad_to(sums, -(-w.shape[0] // LANES) * LANES)
+
+
+def gemm_scratch(out_c: int, k: int, packed: bool, rows: bool) -> int:
+    """pe_conv2d_s8_hvx.c's scratch: alignment slack, bias + ksum vectors, the packed weights
+    when packed at run time, four gathered rows."""
+    blocks, groups = -(-out_c // LANES), -(-k // 4)
+    size = 128 + blocks * 128 + (0 if packed else blocks * groups * 128)
+    return size + (4 * groups * 4 if rows else 0)
+
+
+def _frozen(graph: Graph, name: str) -> bool:
+    t = graph.tensors[name]
+    return t.data is not None and name not in mutable_tensors(graph)
+
+
+def _gemm_args(ref: KernelCall, graph: Graph, w_name: str, weight_2d, n_out: int,
+               input_offset: int) -> tuple[list[tuple[str, Arg]], bool]:
+    """rq, packed, ksum and the filter argument of a conv / FC record."""
+    m, s = _quant(ref, n_out)
+    args: list[tuple[str, Arg]] = [("rq", ArrayArg(int32_array("rq", rq_words(m, s))))]
+    frozen = _frozen(graph, w_name)
+    if frozen:
+        w = weight_2d(graph.tensors[w_name].data)
+        args += [("packed", ArrayArg(ConstArray("packed", "int8_t", pack_gemm_weights(w)))),
+                 ("ksum", ArrayArg(int32_array("ksum", kernel_sums(w, input_offset))))]
+    else:
+        args += [("packed", NullArg("const int8_t *")), ("ksum", NullArg("const int32_t *"))]
+    return args, frozen
+
+
+def _conv2d(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    view = OpArgs(graph, op, batch)
+    if not view.int8_io(2):
+        return None
+    w = view.input(1)
+    assert w is not None
+    out_c, k_h, k_w, k_c = (int(v) for v in w.shape)
+    if view.shape(view.x())[3] != k_c:
+        return None                                   # grouped: ref
+    ref = forward_call(graph, op, batch)
+    p = ref.arg("params").value.values
+    extra, frozen = _gemm_args(ref, graph, w.name, lambda d: np.asarray(d).reshape(out_c, -1),
+                               out_c, int(p["input_offset"]))
+    st, pad = p["stride"].values, p["padding"].values
+    i, o = ref.arg("input_dims").value.values, ref.arg("output_dims").value.values
+    direct = (k_h, k_w) == (1, 1) and (int(st["h"]), int(st["w"])) == (1, 1) and \
+        (int(pad["h"]), int(pad["w"])) == (0, 0) and (i["h"], i["w"]) == (o["h"], o["w"]) and \
+        k_c % 4 == 0
+    filt = NullArg("const int8_t *") if frozen else ref.arg("filter")
+    args = (("ctx", ref.arg("ctx")), ("params", ref.arg("params")), *extra,
+            ("input_dims", ref.arg("input_dims")), ("input", ref.arg("input")),
+            ("filter_dims", ref.arg("filter_dims")), ("filter", filt),
+            ("bias", ref.arg("bias")), ("output_dims", ref.arg("output_dims")),
+            ("output", ref.arg("output")))
+    return replace(ref, kernel="pe_conv2d_s8" + SUFFIX, args=args,
+                   scratch_bytes=gemm_scratch(out_c, k_h * k_w * k_c, frozen, not direct))
+
+
+def _fully_connected(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    view = OpArgs(graph, op, batch)
+    if not view.int8_io(2):
+        return None
+    ref = forward_call(graph, op, batch)
+    p = ref.arg("params").value.values
+    if p["filter_offset"] != 0:
+        return None
+    w = view.input(1)
+    assert w is not None
+    units, depth = (int(v) for v in w.shape)
+    extra, frozen = _gemm_args(ref, graph, w.name, np.asarray, units, int(p["input_offset"]))
+    filt = NullArg("const int8_t *") if frozen else ref.arg("filter")
+    args = (("ctx", ref.arg("ctx")), ("params", ref.arg("params")), *extra,
+            ("input_dims", ref.arg("input_dims")), ("input", ref.arg("input")),
+            ("filter_dims", ref.arg("filter_dims")), ("filter", filt),
+            ("bias", ref.arg("bias")), ("output_dims", ref.arg("output_dims")),
+            ("output", ref.arg("output")))
+    return replace(ref, kernel="pe_fully_connected_s8" + SUFFIX, args=args,
+                   scratch_bytes=gemm_scratch(units, depth, frozen, True))
+
+
+# -- depthwise ------------------------------------------------------------------------------------
+def dw_lanes(channels: int, flat: bool) -> tuple[int, np.ndarray]:
+    """(patterns, channel of each lane per pattern (patterns, 128), -1 past the channels) of
+    pe_depthwise_conv2d_s8_hvx.c's layouts."""
+    lanes = np.arange(128)
+    if flat:
+        patterns = channels // gcd(channels, 128)
+        return patterns, (128 * np.arange(patterns)[:, None] + lanes) % channels
+    patterns = -(-channels // 128)
+    chan = 128 * np.arange(patterns)[:, None] + lanes
+    return patterns, np.where(chan < channels, chan, -1)
+
+
+def dw_layout(weight: np.ndarray, multiplier, shift, flat: bool
+              ) -> tuple[int, np.ndarray, np.ndarray]:
+    """(patterns, int16 weights, rq words) of a depthwise layer (weight (1, kh, kw, C)): per
+    pattern and tap the weights of the even lanes then of the odd lanes; per pattern the rq
+    vectors of the four accumulators (lanes 4i, 4i+1, 4i+2, 4i+3)."""
+    w = np.asarray(weight, np.int64).reshape(-1, weight.shape[-1])      # (taps, C)
+    channels = w.shape[1]
+    patterns, chan = dw_lanes(channels, flat)
+    valid = chan >= 0
+    c = np.where(valid, chan, 0)
+    lane_w = np.where(valid[:, None, :], w[:, c].transpose(1, 0, 2), 0)   # (pat, taps, 128)
+    halves = np.concatenate([lane_w[..., 0::2], lane_w[..., 1::2]], axis=-1)
+    m = np.where(valid, np.asarray(multiplier, np.int64)[c], 0)
+    s = np.where(valid, np.asarray(shift, np.int64)[c], 0)
+    order = np.concatenate([np.arange(r, 128, 4) for r in range(4)])      # accumulator lanes
+    rq = np.concatenate([rq_words(m[p, order], s[p, order]) for p in range(patterns)])
+    return patterns, halves.astype(np.int16).reshape(-1), rq
+
+
+def dw_scratch(channels: int, patterns: int, out_w: int, k_h: int, k_w: int, s_w: int,
+               d_w: int) -> int:
+    """pe_depthwise_conv2d_s8_hvx.c's scratch: slack, bias vectors, k_h staged rows."""
+    cols = (out_w - 1) * s_w + (k_w - 1) * d_w + 1
+    row = -(-(cols * channels + 128) // 128) * 128
+    return 128 + patterns * 4 * 128 + k_h * row
+
+
+def _depthwise_conv2d(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    view = OpArgs(graph, op, batch)
+    if not view.int8_io(2) or int(view.attr("depth_multiplier", 1)) != 1:
+        return None
+    w = view.input(1)
+    assert w is not None
+    if not _frozen(graph, w.name):
+        return None                                    # trained depthwise weights: ref
+    ref = forward_call(graph, op, batch)
+    p = ref.arg("params").value.values
+    _, k_h, k_w, chans = (int(v) for v in w.shape)
+    m, s = _quant(ref, chans)
+    s_w, d_w = int(p["stride"].values["w"]), int(p["dilation"].values["w"])
+    flat = s_w == 1 and chans // gcd(chans, 128) <= MAX_FLAT_PATTERNS
+    patterns, weights, rq = dw_layout(w.data, m, s, flat)
+    ksum = nx.wrap_int32(np.asarray(w.data, np.int64).reshape(-1, chans).sum(axis=0)
+                         * int(p["input_offset"]))
+    out_w = int(ref.arg("output_dims").value.values["w"])
+    args = (("ctx", ref.arg("ctx")), ("params", ref.arg("params")),
+            ("rq", ArrayArg(int32_array("rq", rq))),
+            ("weights", ArrayArg(ConstArray("weights", "int16_t", weights))),
+            ("ksum", ArrayArg(int32_array("ksum", ksum))),
+            ("flat", ScalarArg("int32_t", int(flat))),
+            ("patterns", ScalarArg("int32_t", patterns)),
+            ("input_dims", ref.arg("input_dims")), ("input", ref.arg("input")),
+            ("filter_dims", ref.arg("filter_dims")), ("bias", ref.arg("bias")),
+            ("output_dims", ref.arg("output_dims")), ("output", ref.arg("output")))
+    return replace(ref, kernel="pe_depthwise_conv2d_s8" + SUFFIX, args=args,
+                   scratch_bytes=dw_scratch(chans, patterns, out_w, k_h, k_w, s_w, d_w))
+
+
+# -- pooling, add -----------------------------------------------------------------------------------
+def _pool(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    view = OpArgs(graph, op, batch)
+    if not view.int8_io(1):
+        return None
+    fh, fw = (int(v) for v in view.attr("filter"))
+    if op.type == "avg_pool2d" and fh * fw >= MAX_POOL_TAPS:
+        return None
+    ref = forward_call(graph, op, batch)
+    return replace(ref, kernel=ref.kernel + SUFFIX)
+
+
+def _add(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    ref = same_dims_call(graph, op, batch)
+    if ref is None:
+        return None
+    d = ref.arg("output_dims").value.values
+    size = int(np.prod([d[k] for k in "nhwc"], dtype=np.int64))
+    args = (("params", ref.arg("params")), ("size", ScalarArg("int32_t", size)),
+            ("input1", ref.arg("input1")), ("input2", ref.arg("input2")),
+            ("output", ref.arg("output")))
+    return replace(ref, kernel="pe_add_s8" + SUFFIX, args=args)
+
+
+FORWARD_BUILDERS: dict[str, Builder] = {
+    "conv2d": _conv2d,
+    "depthwise_conv2d": _depthwise_conv2d,
+    "fully_connected": _fully_connected,
+    "avg_pool2d": _pool,
+    "max_pool2d": _pool,
+    "add": _add,
+}
+
+BUILDERS: dict[str, Builder] = {**FORWARD_BUILDERS}
+
+HVX = Backend(
+    name="hvx",
+    summary="pockengine's own int8 kernels for Hexagon HVX, 128-byte vectors "
+            "(runtime_c/kernels/hvx)",
+    builders=BUILDERS, kernel_dir="hvx", archs=("hexagon",), needs=("hvx",))

@@ -1,0 +1,37 @@
+/* pe_add_s8_hvx - int8 addition of two tensors of the same shape on HVX, bit-exact with
+ * TFLM's reference Add: per element
+ *     a = MBQM((x1 + off1) << left_shift, m1, s1),  b = MBQM((x2 + off2) << left_shift, m2, s2)
+ *     out = clamp(MBQM(a + b, m_out, s_out) + zp_out)
+ * 128 elements a step (four vectors of int32 each). */
+#include "pe_hvx.h"
+#include "pe_hvx_kernels.h"
+
+void pe_add_s8_hvx(const pe_add_params *params, int32_t size, const int8_t *input1,
+                   const int8_t *input2, int8_t *output)
+{
+    const pe_hvx_rq q1 = pe_hvx_rq_make(params->input1_multiplier, params->input1_shift);
+    const pe_hvx_rq q2 = pe_hvx_rq_make(params->input2_multiplier, params->input2_shift);
+    const pe_hvx_rq qo = pe_hvx_rq_make(params->output_multiplier, params->output_shift);
+    const HVX_Vector off1 = Q6_V_vsplat_R(params->input1_offset);
+    const HVX_Vector off2 = Q6_V_vsplat_R(params->input2_offset);
+    const HVX_Vector zp = Q6_V_vsplat_R(params->output_offset);
+    const HVX_Vector lo = Q6_V_vsplat_R(params->activation.min);
+    const HVX_Vector hi = Q6_V_vsplat_R(params->activation.max);
+    const int32_t shift = params->left_shift;
+    int32_t i, j;
+    for (i = 0; i < size; i += 128) {
+        const int32_t len = size - i < 128 ? size - i : 128;
+        HVX_Vector x1[4], x2[4], y[4];
+        pe_hvx_words4(pe_hvx_load(input1 + i, len), x1);
+        pe_hvx_words4(pe_hvx_load(input2 + i, len), x2);
+        for (j = 0; j < 4; ++j) {
+            const HVX_Vector a = pe_hvx_mbqm_rq(
+                Q6_Vw_vasl_VwR(Q6_Vw_vadd_VwVw(x1[j], off1), shift), &q1);
+            const HVX_Vector b = pe_hvx_mbqm_rq(
+                Q6_Vw_vasl_VwR(Q6_Vw_vadd_VwVw(x2[j], off2), shift), &q2);
+            const HVX_Vector v = Q6_Vw_vadd_VwVw(pe_hvx_mbqm_rq(Q6_Vw_vadd_VwVw(a, b), &qo), zp);
+            y[j] = Q6_Vw_vmin_VwVw(Q6_Vw_vmax_VwVw(v, lo), hi);
+        }
+        pe_hvx_store(output + i, pe_hvx_bytes4(y[0], y[1], y[2], y[3]), len);
+    }
+}

@@ -1,0 +1,135 @@
+"""Random single-op cases for the hvx backend: the int8 cases of the arm and CMSIS-NN case
+generators plus cases aimed at the hvx kernels' paths: output channel counts around the
+32-lane blocks (1, 31, 32, 33, 64, 70), input channel counts that are and are not multiples
+of four (direct rows vs gathered rows), pixel counts that leave a partial tile of four,
+depthwise channel counts that give one, several or per-pixel lane patterns (8, 48, 64, 96,
+130, 256) at strides 1 and 2, weights marked as trained (packed at run time), pooling windows
+with padding.
+
+``iter_cases(op_type, n, seed)`` yields (graph, feeds, batch); ``path(graph, batch)`` names
+the kernel path a case takes so the tests can check each was reached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from codegen.backends import NullArg, Target, hvx
+from codegen.backends.params import MUTABLE
+from codegen.ir import Graph
+from tests.backends import arm_cases, cmsis_cases
+from tests.kernels.cases import (
+    CASES,
+    Case,
+    Rng,
+    conv2d_graph,
+    depthwise_conv2d_graph,
+    random_feeds,
+)
+
+OPS = tuple(hvx.FORWARD_BUILDERS)
+TARGET = Target("hexagon-v67", "hexagon", frozenset({"hvx"}))
+
+
+def _trained(rng: Rng, graph: Graph, p: float = 0.35) -> Graph:
+    """Weights and bias marked as changed at run time (a training graph's) with probability
+    p: the kernel packs them at every call."""
+    op = graph.ops[0]
+    if rng.random() < p:
+        graph.metadata[MUTABLE] = [n for n in op.inputs[1:3] if n]
+    return graph
+
+
+def conv_blocks(rng: Rng) -> Case:
+    cin = int(rng.choice([4, 8, 16, 64, 3, 5, 17]))
+    out_c = int(rng.choice([1, 12, 31, 32, 33, 64, 70]))
+    shape = (1, int(rng.integers(1, 7)), int(rng.integers(1, 7)), cin)
+    if rng.random() < 0.6:
+        graph, batch = conv2d_graph(rng, "int8", shape, out_c, (1, 1), cin, (1, 1), (1, 1),
+                                    (0, 0, 0, 0))
+    else:
+        pads = (1, 1, 1, 1) if rng.random() < 0.5 else (0, 1, 0, 1)
+        graph, batch = conv2d_graph(rng, "int8", shape, out_c, (3, 3), cin, (1, 1), (1, 1),
+                                    pads)
+    return _trained(rng, graph), batch
+
+
+def conv_any(rng: Rng) -> Case:
+    graph, batch = cmsis_cases.case("conv2d", rng) if rng.random() < 0.5 else \
+        arm_cases.conv_kxk(rng)
+    return _trained(rng, graph, 0.2), batch
+
+
+def dw_channels(rng: Rng) -> Case:
+    chans = int(rng.choice([8, 48, 64, 96, 130, 256]))
+    k = (3, 3) if rng.random() < 0.7 else (5, 5)
+    stride = (1, 1) if rng.random() < 0.6 else (2, 2)
+    shape = (1, int(rng.integers(k[0], 8)), int(rng.integers(k[1], 8)), chans)
+    pads = (1, 1, 1, 1) if k == (3, 3) else (2, 2, 2, 2)
+    if rng.random() < 0.3:
+        pads = (0, 0, 0, 0)
+    return depthwise_conv2d_graph(rng, "int8", shape, 1, k, stride, (1, 1), pads)
+
+
+def fc_trained(rng: Rng) -> Case:
+    graph, batch = arm_cases.fc_wide(rng)
+    return _trained(rng, graph), batch
+
+
+def _int8(build: Callable[[Rng], Case]) -> Callable[[Rng], Case]:
+    def make(rng: Rng) -> Case:
+        while True:
+            graph, batch = build(rng)
+            if all(graph.tensors[n].dtype == "int8" for n in graph.inputs[:1]):
+                return graph, batch
+    return make
+
+
+FAMILIES: dict[str, list[tuple[float, Callable[[Rng], Case]]]] = {
+    "conv2d": [(0.5, conv_blocks), (0.5, conv_any)],
+    "depthwise_conv2d": [(0.4, dw_channels), (0.3, lambda rng: cmsis_cases.case(
+        "depthwise_conv2d", rng)), (0.15, arm_cases.dw_window), (0.15, arm_cases.dw_ties)],
+    "fully_connected": [(1.0, fc_trained)],
+    "avg_pool2d": [(1.0, _int8(CASES["avg_pool2d"]))],
+    "max_pool2d": [(1.0, _int8(CASES["max_pool2d"]))],
+    "add": [(1.0, lambda rng: cmsis_cases.case("add", rng))],
+}
+
+
+def case(op_type: str, rng: Rng) -> Case:
+    families = FAMILIES[op_type]
+    weights = np.array([w for w, _ in families])
+    build = families[int(rng.choice(len(families), p=weights / weights.sum()))][1]
+    return build(rng)
+
+
+def iter_cases(op_type: str, n: int, seed: int = 0
+               ) -> Iterator[tuple[Graph, dict[str, np.ndarray], int]]:
+    rng = np.random.default_rng(seed + 11 * sum(map(ord, op_type)))
+    for _ in range(n):
+        graph, batch = case(op_type, rng)
+        yield graph, random_feeds(graph, batch, rng), batch
+
+
+def path(graph: Graph, batch: int) -> str:
+    """The hvx kernel path of a case that hvx takes."""
+    op = graph.ops[0]
+    call = hvx.HVX.build(graph, op, batch, TARGET)
+    assert call is not None
+    if op.type in ("conv2d", "fully_connected"):
+        w = graph.tensors[op.inputs[1]]
+        out_c, k = int(w.shape[0]), int(np.prod(w.shape[1:]))
+        trained = isinstance(call.arg("packed"), NullArg)
+        parts = ["fc"] if op.type == "fully_connected" else [
+            "conv", "gathered" if call.scratch_bytes > hvx.gemm_scratch(out_c, k, not trained,
+                                                                        False) else "direct"]
+        return "-".join(parts + ["trained" if trained else "packed"]
+                        + (["odd-blocks"] if -(-out_c // 32) % 2 else [])
+                        + (["tail"] if k % 4 else []))
+    if op.type == "depthwise_conv2d":
+        flat = int(call.arg("flat").value)
+        patterns = int(call.arg("patterns").value)
+        return f"dw-{'flat' if flat else 'pixel'}-{'one' if patterns == 1 else 'many'}"
+    return op.type

@@ -1,0 +1,96 @@
+"""The hvx backend's kernels on the DSPs they are for, bit for bit with the golden model:
+random single-op cases (tests/backends/hvx_cases.py) rendered as the calls a generated model
+makes, built with each Hexagon board's flags (v66, v67; HVX in 128-byte mode) together with
+the kernels of runtime_c/kernels/hvx and run under qemu-hexagon; each case prints a hash of
+the bytes its kernel wrote.
+
+Needs clang with the Hexagon target and qemu-hexagon (skips with the reason otherwise); no
+third-party code, so it runs in CI.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codegen import golden
+from codegen.backends import Target
+from codegen.backends.hvx import HVX
+from codegen.board import Board
+from codegen.targets import cross_compile, run_on_emulator
+from tests.kernels.c_runner import KERNELS_DIR
+from tests.kernels.train_target import chunk_cases, render_cases
+from tests.targets.helpers import runnable
+
+from . import hvx_cases
+
+pytestmark = pytest.mark.emulator
+
+BOARDS = ("hexagon-v66", "hexagon-v67")
+N_PER_OP = {"conv2d": 120, "depthwise_conv2d": 80, "fully_connected": 40, "avg_pool2d": 30,
+            "max_pool2d": 30, "add": 30}
+IMAGE_BYTES = 512 * 1024
+HVX_SOURCES = sorted((KERNELS_DIR / "hvx").glob("*.c"))
+# kernel paths every run must reach (a path or its prefix, hvx_cases.path)
+PATHS = {"conv-direct-packed", "conv-direct-trained", "conv-gathered-packed",
+         "conv-gathered-trained", "conv-direct-packed-odd-blocks", "conv-gathered-packed-tail",
+         "fc-packed-odd-blocks", "fc-trained-odd-blocks", "fc-packed-odd-blocks-tail",
+         "dw-flat-one", "dw-flat-many", "dw-pixel-one", "dw-pixel-many", "avg_pool2d",
+         "max_pool2d", "add"}
+
+
+def cases(target: Target) -> list[tuple]:
+    """(graph, inputs, batch, path) of the cases hvx takes."""
+    out = []
+    for op_type in hvx_cases.OPS:
+        for graph, feeds, batch in hvx_cases.iter_cases(op_type, N_PER_OP[op_type], seed=5):
+            if HVX.build(graph, graph.ops[0], batch, target) is None:
+                continue
+            out.append((graph, [feeds[n] for n in graph.inputs], batch,
+                        hvx_cases.path(graph, batch)))
+    return out
+
+
+def run_cases(board: Board, chunk: list[tuple], target: Target, out: Path
+              ) -> list[tuple[int, int]]:
+    """Build one image of ``chunk`` for ``board``, run it; (printed, expected) hashes."""
+    batches = {id(g): b for g, _, b, _ in chunk}
+
+    def record(graph, inputs):
+        return HVX.build(graph, graph.ops[0], batches[id(graph)], target)
+
+    def expected(graph, inputs):
+        return {graph.ops[0].outputs[0]: golden.run(graph, *inputs)[0]}
+
+    src, want = render_cases([(g, x) for g, x, _, _ in chunk], record, expected,
+                             headers=("pe_hvx_kernels.h",), fill=0x5A)
+    out.mkdir(parents=True, exist_ok=True)
+    harness = out / "cases.c"
+    harness.write_text(src.replace("@ENTRY@", '#include "pe_runtime.h"'))
+    elf = cross_compile(board, [harness, *HVX_SOURCES],
+                        [KERNELS_DIR, KERNELS_DIR / "hvx", KERNELS_DIR / "ref"], out,
+                        ["-std=c99"], name="hvx_cases")
+    res = run_on_emulator(board, elf, timeout=600)
+    assert res.ok, (res.exit_code, res.fault, res.stderr[-2000:])
+    got = [int(w, 16) for w in res.stdout.split() if len(w) == 8]
+    assert len(got) == len(want), f"{board.name}: {len(got)} of {len(want)} values printed"
+    return list(zip(got, want, strict=True))
+
+
+@pytest.mark.parametrize("name", BOARDS)
+def test_hvx_kernels_bit_exact_on_the_dsp(name, tmp_path):
+    board = runnable(name)
+    target = Target.of(board)
+    taken = cases(target)
+    assert len(taken) > 250
+    reached = {c[3] for c in taken}
+    missing = {p for p in PATHS if not any(r == p or r.startswith(p + "-") for r in reached)}
+    assert not missing, missing
+    bad: dict[str, int] = {}
+    for k, chunk in enumerate(chunk_cases(taken, IMAGE_BYTES)):
+        for (_, _, _, label), (got, want) in zip(
+                chunk, run_cases(board, chunk, target, tmp_path / f"image{k}"), strict=True):
+            if got != want:
+                bad[label] = bad.get(label, 0) + 1
+    assert not bad, f"{name}: cases that differ from the golden model: {bad}"
