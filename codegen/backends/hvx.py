@@ -44,6 +44,7 @@ from .kernel_call import (
 )
 from .params import OpArgs, int32_array, mutable_tensors
 from .ref_args import forward_call, same_dims_call
+from .train_args import train_kernel_call
 
 SUFFIX = "_hvx"
 LANES = 32                       # int32 lanes of a 128-byte vector
@@ -58,15 +59,17 @@ def _pad_to(values: np.ndarray, n: int, fill: int = 0) -> np.ndarray:
     return out
 
 
-def rq_words(multiplier, shift) -> np.ndarray:
+def rq_words(multiplier, shift, pre_shift: int = 0) -> np.ndarray:
     """pe_hvx.h's requantization vectors of lanes with these multipliers and shifts, lanes
     padded to a multiple of 32 (padding: multiplier 0): per block of 32 lanes the 32
-    multipliers, left shifts, right shifts, 2^right - 1 and (2^right - 1) >> 1."""
+    multipliers, left shifts, right shifts, 2^right - 1 and (2^right - 1) >> 1.
+    ``pre_shift``: a left shift applied before (MBQM(x << b, M, k): the int8 input gradients'
+    prescale) joins the left shifts."""
     m = np.asarray(multiplier, np.int64).reshape(-1)
     s = np.asarray(shift, np.int64).reshape(-1)
     n = -(-m.size // LANES) * LANES
     m, s = _pad_to(m, n), _pad_to(s, n)
-    left, right = np.maximum(s, 0), np.maximum(-s, 0)
+    left, right = np.maximum(s, 0) + int(pre_shift), np.maximum(-s, 0)
     mask = np.left_shift(np.int64(1), right) - 1
     words = np.stack([m, left, right, mask, mask >> 1])          # (5, n)
     return words.reshape(RQ_VECTORS, n // LANES, LANES).transpose(1, 0, 2).reshape(-1)
@@ -157,6 +160,8 @@ def _conv2d(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | No
 
 
 def _fully_connected(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    """One input row: the dot-product kernel over the weights as they are; several: the
+    gemm over packed weights."""
     view = OpArgs(graph, op, batch)
     if not view.int8_io(2):
         return None
@@ -167,6 +172,13 @@ def _fully_connected(graph: Graph, op: Op, batch: int, target: Target) -> Kernel
     w = view.input(1)
     assert w is not None
     units, depth = (int(v) for v in w.shape)
+    rows = int(ref.arg("input_dims").value.values["n"])
+    if rows == 1:
+        m, s = _quant(ref, units)
+        args = tuple(("rq", ArrayArg(int32_array("rq", rq_words(m, s)))) if n == "quant"
+                     else (n, a) for n, a in ref.args)
+        return replace(ref, kernel="pe_fully_connected_s8_dot" + SUFFIX, args=args,
+                       scratch_bytes=0)
     extra, frozen = _gemm_args(ref, graph, w.name, np.asarray, units, int(p["input_offset"]))
     filt = NullArg("const int8_t *") if frozen else ref.arg("filter")
     args = (("ctx", ref.arg("ctx")), ("params", ref.arg("params")), *extra,
@@ -273,6 +285,106 @@ def _add(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     return replace(ref, kernel="pe_add_s8" + SUFFIX, args=args)
 
 
+# -- int8 backward ----------------------------------------------------------------------------------
+def pack_grad_input_weights(weight: np.ndarray) -> np.ndarray:
+    """int8 weights (O, kh, kw, C) as pe_grad_s8_hvx.c's int16 pairs: per block of 32 input
+    channels and pair j of the row elements e = tap * O2 + o (O2: O rounded up to even) the
+    words (w[o][tap][c], w[o + 1][tap][c]) of lanes c."""
+    w = np.asarray(weight, np.int64)
+    out_c, c_n = w.shape[0], w.shape[-1]
+    w = w.reshape(out_c, -1, c_n)                                    # (O, taps, C)
+    taps = w.shape[1]
+    o2, blocks = out_c + out_c % 2, -(-c_n // LANES)
+    rows = np.zeros((taps, o2, blocks * LANES), np.int64)           # row element -> lanes
+    rows[:, :out_c, :c_n] = w.transpose(1, 0, 2)
+    pairs = rows.reshape(taps * o2 // 2, 2, blocks, LANES)          # (pair, 2, cb, lane)
+    return pairs.transpose(2, 0, 3, 1).reshape(-1).astype(np.int16)
+
+
+def grad_input_scratch(out_c: int, taps: int, c_n: int, packed: bool) -> int:
+    """pe_grad_s8_hvx.c's input-gradient scratch: slack, the weights when packed at run
+    time, four rows of taps * O2 int16."""
+    o2, blocks = out_c + out_c % 2, -(-c_n // LANES)
+    size = 128 + (0 if packed else blocks * taps * o2 // 2 * 128)
+    return size + 4 * taps * o2 * 2
+
+
+def _int8_train(kernel: str) -> Builder:
+    """A builder for the int8 training kernels hvx runs with ref's arguments (``kernel``: the
+    ref kernel; the rest stay ref)."""
+    def build(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+        ref = train_kernel_call(graph, op, batch)
+        return replace(ref, kernel=ref.kernel + SUFFIX) if ref.kernel == kernel else None
+    return build
+
+
+def _grad_input(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    """conv2d (one group): rows of prescaled gradients times packed int16 weight pairs; FC:
+    the weight rows as they are times each prescaled gradient."""
+    ref = train_kernel_call(graph, op, batch)
+    if ref.kernel not in ("pe_conv2d_grad_input_s8", "pe_fully_connected_grad_input_s8"):
+        return None
+    f, dx = ref.arg("filter_dims").value.values, ref.arg("dx_dims").value.values
+    if int(f["c"]) != int(dx["c"]):
+        return None                                   # grouped: ref
+    q = ref.arg("quant").value.values
+    pre = rq_words(q["multiplier"].values, q["shift"].values, int(q["prescale_shift"]))
+    out_c, taps, c_n = int(f["n"]), int(f["h"]) * int(f["w"]), int(f["c"])
+    at = next(i for i, (n, _) in enumerate(ref.args) if n == "quant") + 1
+    if ref.kernel.startswith("pe_fully_connected"):
+        args = ref.args[:at] + (("pre", ArrayArg(int32_array("pre", pre))),) + ref.args[at:]
+        return replace(ref, kernel=ref.kernel + SUFFIX, args=args,
+                       scratch_bytes=128 + -(-(2 * out_c + 2) // 128) * 128)
+    w = graph.tensors[ref.arg("filter").tensor]
+    frozen = _frozen(graph, w.name)
+    packed: Arg = (ArrayArg(ConstArray("packed", "int16_t", pack_grad_input_weights(
+        np.asarray(w.data).reshape(out_c, int(f["h"]), int(f["w"]), c_n))))
+                   if frozen else NullArg("const int16_t *"))
+    args = ref.args[:at] + (("pre", ArrayArg(int32_array("pre", pre))),
+                            ("packed", packed)) + ref.args[at:]
+    return replace(ref, kernel=ref.kernel + SUFFIX, args=args,
+                   scratch_bytes=grad_input_scratch(out_c, taps, c_n, frozen))
+
+
+def grad_weight_scratch(out_c: int, c_n: int) -> int:
+    """pe_grad_s8_hvx.c's weight-gradient scratch: slack, the column sums of dy, a row of
+    the input's zero point."""
+    return 128 + 4 * (-(-out_c // 128) * 128) + -(-c_n // LANES) * LANES + 128
+
+
+def _grad_weight(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    ref = train_kernel_call(graph, op, batch)
+    if ref.kernel not in ("pe_conv2d_grad_weight_s8", "pe_fully_connected_grad_weight_s8"):
+        return None
+    x, dw, dy = (ref.arg(n).value.values for n in ("x_dims", "dw_dims", "dy_dims"))
+    if int(x["c"]) != int(dw["c"]):
+        return None                                   # grouped: ref
+    fc = ref.kernel.startswith("pe_fully_connected")  # FC: no scratch
+    return replace(ref, kernel=ref.kernel + SUFFIX,
+                   scratch_bytes=0 if fc else grad_weight_scratch(int(dy["c"]), int(x["c"])))
+
+
+def _avg_pool_grad(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    """Windows that do not overlap (each dx value in at most one window)."""
+    ref = train_kernel_call(graph, op, batch)
+    if ref.kernel != "pe_avg_pool2d_grad_s8":
+        return None
+    f = ref.arg("filter_dims").value.values
+    st = ref.arg("params").value.values["stride"].values
+    if int(st["h"]) < int(f["h"]) or int(st["w"]) < int(f["w"]):
+        return None
+    return replace(ref, kernel=ref.kernel + SUFFIX)
+
+
+TRAIN_BUILDERS: dict[str, Builder] = {
+    "conv2d_grad_input": _grad_input,
+    "fully_connected_grad_input": _grad_input,
+    "conv2d_grad_weight": _grad_weight,
+    "fully_connected_grad_weight": _grad_weight,
+    "bias_grad": _int8_train("pe_bias_grad_s8"),
+    "avg_pool2d_grad": _avg_pool_grad,
+}
+
 FORWARD_BUILDERS: dict[str, Builder] = {
     "conv2d": _conv2d,
     "depthwise_conv2d": _depthwise_conv2d,
@@ -282,7 +394,7 @@ FORWARD_BUILDERS: dict[str, Builder] = {
     "add": _add,
 }
 
-BUILDERS: dict[str, Builder] = {**FORWARD_BUILDERS}
+BUILDERS: dict[str, Builder] = {**FORWARD_BUILDERS, **TRAIN_BUILDERS}
 
 HVX = Backend(
     name="hvx",

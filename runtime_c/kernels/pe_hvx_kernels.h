@@ -44,6 +44,14 @@ void pe_fully_connected_s8_hvx(const pe_context *ctx, const pe_fc_params *params
                                const int32_t *bias, const pe_dims *output_dims,
                                int8_t *output);
 
+/* One sample (or a few): per unit the dot product of its weight row with the input; the
+ * weights as they are (no packed copy), the input offset applied at run time. */
+void pe_fully_connected_s8_dot_hvx(const pe_context *ctx, const pe_fc_params *params,
+                                   const int32_t *rq, const pe_dims *input_dims,
+                                   const int8_t *input, const pe_dims *filter_dims,
+                                   const int8_t *filter, const int32_t *bias,
+                                   const pe_dims *output_dims, int8_t *output);
+
 void pe_depthwise_conv2d_s8_hvx(const pe_context *ctx, const pe_dw_conv_params *params,
                                 const int32_t *rq, const int16_t *weights, const int32_t *ksum,
                                 int32_t flat, int32_t patterns, const pe_dims *input_dims,
@@ -62,6 +70,43 @@ void pe_max_pool2d_s8_hvx(const pe_context *ctx, const pe_pool_params *params,
 
 void pe_add_s8_hvx(const pe_add_params *params, int32_t size, const int8_t *input1,
                    const int8_t *input2, int8_t *output);
+
+/* int8 backward (pe_grad_s8_hvx.c): the ref kernels' arguments, plus for the input gradients
+ * `pre` (the prescale MBQM(dy << b, M_o, k_o) as rq vectors over the output channels, the
+ * left shifts including b) and `packed` (the weights as int16 pairs per input-channel lane,
+ * NULL: packed at run time from `filter`). One group. */
+void pe_conv2d_grad_input_s8_hvx(const pe_context *ctx, const pe_conv_grad_params *params,
+                                 const pe_grad_input_quant *quant, const int32_t *pre,
+                                 const int16_t *packed, const pe_dims *dy_dims,
+                                 const int8_t *dy, const int32_t *dy_exp,
+                                 const pe_dims *filter_dims, const int8_t *filter,
+                                 const pe_dims *dx_dims, int8_t *dx, int32_t *dx_exp);
+/* FC (pe_fully_connected_hvx.c): the weights as they are, no packed copy */
+void pe_fully_connected_grad_input_s8_hvx(const pe_context *ctx,
+                                          const pe_grad_input_quant *quant,
+                                          const int32_t *pre, const pe_dims *dy_dims,
+                                          const int8_t *dy, const int32_t *dy_exp,
+                                          const pe_dims *filter_dims, const int8_t *filter,
+                                          const pe_dims *dx_dims, int8_t *dx, int32_t *dx_exp);
+void pe_conv2d_grad_weight_s8_hvx(const pe_context *ctx,
+                                  const pe_conv_grad_weight_params *params,
+                                  const int32_t *channels, const pe_dims *x_dims,
+                                  const int8_t *x, const pe_dims *dy_dims, const int8_t *dy,
+                                  const int32_t *dy_exp, const pe_dims *dw_dims, int32_t *dw,
+                                  int32_t *dw_exp);
+void pe_fully_connected_grad_weight_s8_hvx(const pe_context *ctx,
+                                           const pe_fc_grad_weight_params *params,
+                                           const int32_t *channels, const pe_dims *x_dims,
+                                           const int8_t *x, const pe_dims *dy_dims,
+                                           const int8_t *dy, const int32_t *dy_exp,
+                                           const pe_dims *dw_dims, int32_t *dw,
+                                           int32_t *dw_exp);
+void pe_bias_grad_s8_hvx(int32_t num_rows, int32_t row_size, const int8_t *dy,
+                         const int32_t *dy_exp, int32_t *db, int32_t *db_exp);
+void pe_avg_pool2d_grad_s8_hvx(const pe_context *ctx, const pe_avg_pool_grad_params *params,
+                               const pe_dims *dy_dims, const int8_t *dy, const int32_t *dy_exp,
+                               const pe_dims *filter_dims, const pe_dims *dx_dims, int8_t *dx,
+                               int32_t *dx_exp);
 
 #ifdef __cplusplus
 }

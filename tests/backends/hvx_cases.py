@@ -20,10 +20,16 @@ from codegen.backends import NullArg, Target, hvx
 from codegen.backends.params import MUTABLE
 from codegen.ir import Graph
 from tests.backends import arm_cases, cmsis_cases
+from tests.frontend.single_op import single_op_graph
 from tests.kernels.cases import (
     CASES,
     Case,
     Rng,
+    _act,
+    _act_q,
+    _bias,
+    _out_q,
+    _weights,
     conv2d_graph,
     depthwise_conv2d_graph,
     random_feeds,
@@ -74,8 +80,20 @@ def dw_channels(rng: Rng) -> Case:
 
 
 def fc_trained(rng: Rng) -> Case:
-    graph, batch = arm_cases.fc_wide(rng)
+    graph, batch = arm_cases.fc_wide(rng) if rng.random() < 0.6 else fc_long(rng)
     return _trained(rng, graph), batch
+
+
+def fc_long(rng: Rng) -> Case:
+    """One row of 130 to 300 inputs (several 128-byte steps), units around a block of 32."""
+    depth, units = int(rng.choice([130, 200, 256, 300])), int(rng.choice([1, 12, 33, 40]))
+    xq = _act_q(rng)
+    x = _act("x", (1, depth), "int8", xq)
+    w = _weights(rng, (units, depth), 0, "int8", per_channel=rng.random() < 0.5)
+    b = _bias(rng, units, xq.s, w, "int8")
+    y = _act("y", (1, units), "int8", _out_q(rng, xq.s, w, depth))
+    return single_op_graph("fully_connected", [x, w, b], y, {"activation": "none",
+                                                            "keep_num_dims": False}), 1
 
 
 def _int8(build: Callable[[Rng], Case]) -> Callable[[Rng], Case]:
@@ -118,6 +136,9 @@ def path(graph: Graph, batch: int) -> str:
     op = graph.ops[0]
     call = hvx.HVX.build(graph, op, batch, TARGET)
     assert call is not None
+    if call.kernel == "pe_fully_connected_s8_dot_hvx":
+        depth = int(graph.tensors[op.inputs[1]].shape[1])
+        return "fc-dot" + ("-long" if depth > 128 else "")
     if op.type in ("conv2d", "fully_connected"):
         w = graph.tensors[op.inputs[1]]
         out_c, k = int(w.shape[0]), int(np.prod(w.shape[1:]))

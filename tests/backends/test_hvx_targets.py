@@ -16,14 +16,14 @@ import pytest
 
 from codegen import golden
 from codegen.backends import Target
-from codegen.backends.hvx import HVX
+from codegen.backends.hvx import HVX, TRAIN_BUILDERS
 from codegen.board import Board
 from codegen.targets import cross_compile, run_on_emulator
 from tests.kernels.c_runner import KERNELS_DIR
-from tests.kernels.train_target import chunk_cases, render_cases
+from tests.kernels.train_target import chunk_cases, render_cases, training_expected
 from tests.targets.helpers import runnable
 
-from . import hvx_cases
+from . import hvx_cases, hvx_train_cases
 
 pytestmark = pytest.mark.emulator
 
@@ -35,7 +35,7 @@ HVX_SOURCES = sorted((KERNELS_DIR / "hvx").glob("*.c"))
 # kernel paths every run must reach (a path or its prefix, hvx_cases.path)
 PATHS = {"conv-direct-packed", "conv-direct-trained", "conv-gathered-packed",
          "conv-gathered-trained", "conv-direct-packed-odd-blocks", "conv-gathered-packed-tail",
-         "fc-packed-odd-blocks", "fc-trained-odd-blocks", "fc-packed-odd-blocks-tail",
+         "fc-packed-odd-blocks", "fc-trained-odd-blocks", "fc-dot", "fc-dot-long",
          "dw-flat-one", "dw-flat-many", "dw-pixel-one", "dw-pixel-many", "avg_pool2d",
          "max_pool2d", "add"}
 
@@ -93,4 +93,54 @@ def test_hvx_kernels_bit_exact_on_the_dsp(name, tmp_path):
                 chunk, run_cases(board, chunk, target, tmp_path / f"image{k}"), strict=True):
             if got != want:
                 bad[label] = bad.get(label, 0) + 1
+    assert not bad, f"{name}: cases that differ from the golden model: {bad}"
+
+
+# -- the int8 backward --------------------------------------------------------------------------
+N_TRAIN = {"conv2d_grad_input": 60, "fully_connected_grad_input": 40, "conv2d_grad_weight": 60,
+           "fully_connected_grad_weight": 30, "bias_grad": 30, "avg_pool2d_grad": 40}
+
+
+def test_every_training_builder_has_cases():
+    assert set(hvx_train_cases.OPS) == set(TRAIN_BUILDERS) == set(N_TRAIN)
+
+
+def train_cases(target: Target) -> list[tuple]:
+    """(graph, inputs, batch 1, op type) of the int8 training cases hvx takes."""
+    out = []
+    for op_type in hvx_train_cases.OPS:
+        for graph, inputs in hvx_train_cases.iter_cases(op_type, N_TRAIN[op_type], seed=3):
+            if HVX.build(graph, graph.ops[0], 1, target) is not None:
+                out.append((graph, inputs, 1, op_type))
+    return out
+
+
+@pytest.mark.parametrize("name", BOARDS)
+def test_hvx_training_kernels_bit_exact_on_the_dsp(name, tmp_path):
+    board = runnable(name)
+    target = Target.of(board)
+    taken = train_cases(target)
+    per_op = {op: sum(c[3] == op for c in taken) for op in N_TRAIN}
+    assert all(per_op[op] >= N_TRAIN[op] // 2 for op in N_TRAIN), per_op
+
+    def record(graph, inputs):
+        return HVX.build(graph, graph.ops[0], 1, target)
+
+    bad: dict[str, int] = {}
+    for k, chunk in enumerate(chunk_cases(taken, IMAGE_BYTES)):
+        src, want = render_cases([(g, x) for g, x, _, _ in chunk], record, training_expected,
+                                 headers=("pe_hvx_kernels.h",), fill=0x5A)
+        out = tmp_path / f"train{k}"
+        out.mkdir()
+        (out / "cases.c").write_text(src.replace("@ENTRY@", '#include "pe_runtime.h"'))
+        elf = cross_compile(board, [out / "cases.c", *HVX_SOURCES],
+                            [KERNELS_DIR, KERNELS_DIR / "hvx", KERNELS_DIR / "ref"], out,
+                            ["-std=c99"], name="hvx_train")
+        res = run_on_emulator(board, elf, timeout=600)
+        assert res.ok, (res.exit_code, res.fault, res.stderr[-2000:])
+        got = [int(w, 16) for w in res.stdout.split() if len(w) == 8]
+        assert len(got) == len(want)
+        for (_, _, _, op_type), g, w in zip(chunk, got, want, strict=True):
+            if g != w:
+                bad[op_type] = bad.get(op_type, 0) + 1
     assert not bad, f"{name}: cases that differ from the golden model: {bad}"

@@ -38,6 +38,8 @@
 #endif
 
 #define PE_HVX_INLINE static inline __attribute__((always_inline))
+/* A loop unrolled whole (arrays of vectors indexed by its counter stay in registers). */
+#define PE_HVX_UNROLL _Pragma("clang loop unroll(full)")
 
 enum {
     PE_HVX_BYTES = 128,           /* one vector */
@@ -67,15 +69,15 @@ PE_HVX_INLINE void *pe_hvx_align(void *p)
     return (void *)(((uintptr_t)p + 127u) & ~(uintptr_t)127u);
 }
 
-/* The first n bytes at p (0 < n <= 128); lanes n.. are whatever the blocks hold. */
+/* The first n bytes at p (0 < n <= 128); lanes n.. are whatever the blocks hold. The two
+ * aligned blocks read are those of the first and the last byte (the same block when they
+ * share one): no branch, and nothing read outside blocks the buffer reaches. */
 PE_HVX_INLINE HVX_Vector pe_hvx_load_n(const void *p, int32_t n)
 {
     const uintptr_t a = (uintptr_t)p;
-    const pe_hvx_block *base = (const pe_hvx_block *)(a & ~(uintptr_t)127u);
-    const int32_t off = (int32_t)(a & 127u);
-    const HVX_Vector v0 = base[0];
-    const HVX_Vector v1 = off + n > 128 ? base[1] : v0;
-    return Q6_V_valign_VVR(v1, v0, off);
+    const HVX_Vector v0 = *(const pe_hvx_block *)(a & ~(uintptr_t)127u);
+    const HVX_Vector v1 = *(const pe_hvx_block *)((a + (uintptr_t)n - 1u) & ~(uintptr_t)127u);
+    return Q6_V_valign_VVR(v1, v0, (int32_t)(a & 127u));
 }
 
 /* Store lanes 0..n-1 of v at p (0 <= n <= 128), nothing else. */
@@ -224,6 +226,72 @@ PE_HVX_INLINE void pe_hvx_words4(HVX_Vector v, HVX_Vector out[4])
     out[1] = Q6_V_hi_W(w0);
     out[2] = Q6_V_lo_W(w1);
     out[3] = Q6_V_hi_W(w1);
+}
+
+/* The low 32 bits of a * b per int32 lane. */
+PE_HVX_INLINE HVX_Vector pe_hvx_mul_lo(HVX_Vector a, HVX_Vector b)
+{
+    return Q6_Vw_vmpyieacc_VwVwVuh(Q6_Vw_vmpyieo_VhVh(a, b), a, b);
+}
+
+/* Bytes 0..63 of four vectors interleaved four by four: word i of out[0] holds (a[i], b[i],
+ * c[i], d[i]) for i < 32, word i of out[1] the same for byte 32 + i. */
+PE_HVX_INLINE void pe_hvx_interleave4(HVX_Vector a, HVX_Vector b, HVX_Vector c, HVX_Vector d,
+                                      HVX_Vector out[2])
+{
+    const HVX_Vector ab = Q6_V_lo_W(Q6_W_vshuff_VVR(b, a, -1));
+    const HVX_Vector cd = Q6_V_lo_W(Q6_W_vshuff_VVR(d, c, -1));
+    const HVX_VectorPair t = Q6_W_vshuff_VVR(cd, ab, -2);
+    out[0] = Q6_V_lo_W(t);
+    out[1] = Q6_V_hi_W(t);
+}
+
+/* sums[c] = sum over the rows of m[r][c] (int8 rows of `cols` values, int32 sums; writes
+ * exactly cols values). */
+static inline void pe_hvx_column_sums(const int8_t *m, int32_t rows, int32_t cols,
+                                      int32_t *sums)
+{
+    int32_t c0, r, j;
+    for (c0 = 0; c0 < cols; c0 += 128) {
+        const int32_t len = cols - c0 < 128 ? cols - c0 : 128;
+        HVX_Vector acc[4] = {Q6_V_vzero(), Q6_V_vzero(), Q6_V_vzero(), Q6_V_vzero()};
+        for (r = 0; r < rows; ++r) {
+            HVX_Vector w[4];
+            pe_hvx_words4(pe_hvx_load(m + r * cols + c0, len), w);
+            for (j = 0; j < 4; ++j) {
+                acc[j] = Q6_Vw_vadd_VwVw(acc[j], w[j]);
+            }
+        }
+        for (j = 0; j < 4 && 32 * j < len; ++j) {
+            const int32_t n = len - 32 * j < 32 ? len - 32 * j : 32;
+            pe_hvx_store(sums + c0 + 32 * j, acc[j], 4 * n);
+        }
+    }
+}
+
+/* The int8 input gradients' prescale dys = MBQM(dy << b, M_o, k_o) of n values (one dy
+ * pixel or row) as int16 at dst, n rounded up to even (the pad 0); `pre`: rq vectors with b in
+ * the left shifts (|dys| <= 127 * 2^b fits int16). */
+static inline void pe_hvx_prescale_row(const int8_t *dy, int32_t n, const int32_t *pre,
+                                       int16_t *dst)
+{
+    int32_t o0, j;
+    for (o0 = 0; o0 < n; o0 += 128) {
+        const int32_t len = n - o0 < 128 ? n - o0 : 128;
+        HVX_Vector w[4];
+        pe_hvx_words4(pe_hvx_load(dy + o0, len), w);
+        for (j = 0; j < 4; ++j) {           /* the blocks of `pre` there are */
+            w[j] = 32 * j < len ? pe_hvx_mbqm(w[j], pre + (o0 / 32 + j) * PE_HVX_RQ * 32)
+                                : Q6_V_vzero();
+        }
+        pe_hvx_store(dst + o0, Q6_Vh_vpack_VwVw_sat(w[1], w[0]), 2 * (len < 64 ? len : 64));
+        if (len > 64) {
+            pe_hvx_store(dst + o0 + 64, Q6_Vh_vpack_VwVw_sat(w[3], w[2]), 2 * (len - 64));
+        }
+    }
+    if (n & 1) {
+        dst[n] = 0;
+    }
 }
 
 /* The largest and the smallest int32 lane of v (all lanes). */

@@ -1,0 +1,132 @@
+"""Random int8-backward cases for the hvx backend's training kernels: the general int8 cases of
+tests/kernels/train_cases.py (k x k convolutions with strides, padding and dilation, FC
+layers, bias gradients, pooling) plus cases aimed at the hvx kernels' paths: pointwise and FC
+input gradients over several 32-lane blocks of input channels, odd output channel counts (the
+int16 pairs' padding), many output channels (a smaller prescale shift), weights marked as
+trained (packed at run time); weight gradients over many positions (blocks of four) with
+channel subsets; non-overlapping average pooling, global pooling of wide tensors among them.
+
+``iter_cases(op_type, n, seed)`` yields (graph, inputs) of int8 cases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from codegen.backends.params import MUTABLE
+from codegen.ir import Graph, Role
+from tests.kernels import train_cases as tc
+
+Rng = np.random.Generator
+
+
+def _maybe_trained(rng: Rng, case: tc.Case, p: float = 0.4) -> tc.Case:
+    graph, inputs = case
+    if rng.random() < p:
+        graph.metadata[MUTABLE] = ["w"]
+    return graph, inputs
+
+
+def _pointwise_grad_input(rng: Rng) -> tc.Case:
+    b = tc._Builder("int8")
+    n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 7)), int(rng.integers(1, 7))
+    c = int(rng.choice([1, 7, 31, 32, 33, 64, 80]))
+    o = int(rng.choice([1, 5, 12, 64, 65, 150]))
+    b.grad_input(rng, "dy", (n, h, w, o))
+    wq = tc._weight_q(rng, o, 0, rng.random() < 0.8)
+    b.add_input("w", (o, 1, 1, c), "int8", rng.integers(-127, 128, (o, 1, 1, c)).astype(np.int8),
+                wq, Role.WEIGHT, const=True)
+    return _maybe_trained(rng, b.op("conv2d_grad_input", b.grad_outputs("dx", (n, h, w, c)),
+                                    tc._conv_attrs("int8", (1, 1), (1, 1), (0, 0, 0, 0))))
+
+
+def _conv_grad_input(rng: Rng) -> tc.Case:
+    if rng.random() < 0.5:
+        return _pointwise_grad_input(rng)
+    return _maybe_trained(rng, tc.TRAIN_CASES["conv2d_grad_input"](rng, "int8"), 0.3)
+
+
+def _fc_grad_input(rng: Rng) -> tc.Case:
+    if rng.random() < 0.4:
+        return _maybe_trained(rng, tc.TRAIN_CASES["fully_connected_grad_input"](rng, "int8"))
+    b = tc._Builder("int8")
+    rows, depth = int(rng.choice([1, 2, 5])), int(rng.choice([1, 16, 33, 64, 130]))
+    units = int(rng.choice([2, 10, 12, 63, 140]))
+    b.grad_input(rng, "dy", (rows, units))
+    wq = tc._weight_q(rng, units, 0, rng.random() < 0.8)
+    b.add_input("w", (units, depth), "int8",
+                rng.integers(-127, 128, (units, depth)).astype(np.int8), wq, Role.WEIGHT,
+                const=True)
+    return _maybe_trained(rng, b.op("fully_connected_grad_input",
+                                    b.grad_outputs("dx", (rows, depth)),
+                                    {"mode": "int8", "forward": "f"}))
+
+
+def _pointwise_grad_weight(rng: Rng) -> tc.Case:
+    b = tc._Builder("int8")
+    n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    c, o = int(rng.choice([1, 5, 32, 33, 64, 70])), int(rng.choice([1, 3, 12, 64]))
+    b.add_input("x", (n, h, w, c), "int8", tc._int8(rng, (n, h, w, c)), tc._act_q(rng))
+    b.grad_input(rng, "dy", (n, h, w, o))
+    ch = tc._channels(rng, o)
+    k = o if ch is None else len(ch)
+    attrs = tc._conv_attrs("int8", (1, 1), (1, 1), (0, 0, 0, 0))
+    attrs["channels"] = ch
+    return b.op("conv2d_grad_weight", b.grad_outputs("dw", (k, 1, 1, c), "int32"), attrs)
+
+
+def _conv_grad_weight(rng: Rng) -> tc.Case:
+    if rng.random() < 0.5:
+        return _pointwise_grad_weight(rng)
+    return tc.TRAIN_CASES["conv2d_grad_weight"](rng, "int8")
+
+
+def _bias_grad(rng: Rng) -> tc.Case:
+    if rng.random() < 0.5:
+        return tc.TRAIN_CASES["bias_grad"](rng, "int8")
+    b = tc._Builder("int8")
+    shape = (1, int(rng.integers(1, 30)), int(rng.integers(1, 6)),
+             int(rng.choice([1, 12, 64, 130, 200])))
+    b.grad_input(rng, "dy", shape)
+    return b.op("bias_grad", b.grad_outputs("db", (shape[-1],), "int32"),
+                {"mode": "int8", "forward": "f"})
+
+
+def _avg_pool_grad(rng: Rng) -> tc.Case:
+    """Non-overlapping windows (the hvx kernel; overlapping ones go to ref), global pooling of
+    up to 130 channels among them."""
+    b = tc._Builder("int8")
+    n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 26)), int(rng.integers(1, 9))
+    c = int(rng.choice([1, 5, 64, 130]))
+    if rng.random() < 0.4:
+        fh, fw, stride, pad = h, w, (h, w), (0, 0, 0, 0)
+    else:
+        fh, fw = int(rng.integers(1, min(h, 3) + 1)), int(rng.integers(1, min(w, 3) + 1))
+        stride = (fh + int(rng.integers(0, 2)), fw + int(rng.integers(0, 2)))
+        pad = (0, int(rng.integers(0, fh)), 0, int(rng.integers(0, fw)))
+    oh = (h + pad[0] + pad[1] - fh) // stride[0] + 1
+    ow = (w + pad[2] + pad[3] - fw) // stride[1] + 1
+    b.grad_input(rng, "dy", (n, oh, ow, c))
+    attrs = {"mode": "int8", "forward": "f", "filter": (fh, fw), "stride": stride,
+             "padding": pad, "activation": "none"}
+    return b.op("avg_pool2d_grad", b.grad_outputs("dx", (n, h, w, c)), attrs)
+
+
+FAMILIES: dict[str, Callable[[Rng], tc.Case]] = {
+    "conv2d_grad_input": _conv_grad_input,
+    "fully_connected_grad_input": _fc_grad_input,
+    "conv2d_grad_weight": _conv_grad_weight,
+    "fully_connected_grad_weight": lambda rng: tc.TRAIN_CASES["fully_connected_grad_weight"](
+        rng, "int8"),
+    "bias_grad": _bias_grad,
+    "avg_pool2d_grad": _avg_pool_grad,
+}
+OPS = tuple(FAMILIES)
+
+
+def iter_cases(op_type: str, n: int, seed: int = 0) -> Iterator[tuple[Graph, list]]:
+    rng = np.random.default_rng(seed + 13 * sum(map(ord, op_type)))
+    for _ in range(n):
+        yield FAMILIES[op_type](rng)
