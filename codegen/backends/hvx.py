@@ -309,13 +309,25 @@ def grad_input_scratch(out_c: int, taps: int, c_n: int, packed: bool) -> int:
     return size + 4 * taps * o2 * 2
 
 
-def _int8_train(kernel: str) -> Builder:
-    """A builder for the int8 training kernels hvx runs with ref's arguments (``kernel``: the
-    ref kernel; the rest stay ref)."""
+def _int8_train(*kernels: str) -> Builder:
+    """A builder for the int8 training kernels hvx runs with ref's arguments (``kernels``: the
+    ref kernels it takes; the rest stay ref)."""
     def build(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
         ref = train_kernel_call(graph, op, batch)
-        return replace(ref, kernel=ref.kernel + SUFFIX) if ref.kernel == kernel else None
+        return replace(ref, kernel=ref.kernel + SUFFIX) if ref.kernel in kernels else None
     return build
+
+
+MOMENTUM_Q15_MAX = 1 << 15       # pe_sgd_update_s8_hvx.c: mq * buf exact from vmpye up to 1.0
+
+
+def _sgd_update(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    """int8-mode SGD on int8 weights and int32 biases (momentum up to 1.0)."""
+    ref = train_kernel_call(graph, op, batch)
+    if ref.kernel not in ("pe_sgd_update_s8_s8", "pe_sgd_update_s8_s32") or \
+            int(ref.arg("params").value.values["momentum_q15"]) > MOMENTUM_Q15_MAX:
+        return None
+    return replace(ref, kernel=ref.kernel + SUFFIX)
 
 
 def _grad_input(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
@@ -383,6 +395,9 @@ TRAIN_BUILDERS: dict[str, Builder] = {
     "fully_connected_grad_weight": _grad_weight,
     "bias_grad": _int8_train("pe_bias_grad_s8"),
     "avg_pool2d_grad": _avg_pool_grad,
+    "act_mask": _int8_train("pe_act_mask_s8"),
+    "mask_grad": _int8_train("pe_mask_grad_s8"),
+    "sgd_update": _sgd_update,
 }
 
 FORWARD_BUILDERS: dict[str, Builder] = {

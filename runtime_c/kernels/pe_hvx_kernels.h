@@ -108,6 +108,24 @@ void pe_avg_pool2d_grad_s8_hvx(const pe_context *ctx, const pe_avg_pool_grad_par
                                const pe_dims *filter_dims, const pe_dims *dx_dims, int8_t *dx,
                                int32_t *dx_exp);
 
+/* the 1-bit activation masks and the masked int8 gradient (pe_mask_s8_hvx.c) */
+void pe_act_mask_s8_hvx(const pe_activation *params, int32_t size, const int8_t *y,
+                        uint8_t *mask);
+void pe_mask_grad_s8_hvx(int32_t size, const int8_t *dy, const int32_t *dy_exp,
+                         const uint8_t *mask, int8_t *dx, int32_t *dx_exp);
+
+/* int8-mode SGD (pe_sgd_update_s8_hvx.c): pe_sgd_update_s8_s8's and _s8_s32's arguments */
+void pe_sgd_update_s8_s8_hvx(const pe_sgd_params *params, const pe_update_dims *dims,
+                             const int32_t *channels, int8_t *param, const int32_t *grad,
+                             const int32_t *qas, const int32_t *grad_exp,
+                             const int32_t *qas_shift, int32_t *buf1, int32_t *master,
+                             int32_t *saturated);
+void pe_sgd_update_s8_s32_hvx(const pe_sgd_params *params, const pe_update_dims *dims,
+                              const int32_t *channels, int32_t *param, const int32_t *grad,
+                              const int32_t *qas, const int32_t *grad_exp,
+                              const int32_t *qas_shift, int32_t *buf1, int32_t *master,
+                              int32_t *saturated);
+
 #ifdef __cplusplus
 }
 #endif

@@ -114,6 +114,39 @@ def _avg_pool_grad(rng: Rng) -> tc.Case:
     return b.op("avg_pool2d_grad", b.grad_outputs("dx", (n, h, w, c)), attrs)
 
 
+def _act_mask(rng: Rng) -> tc.Case:
+    """Sizes around multiples of 8 and of 128 (the bytes and the steps), any bounds."""
+    b = tc._Builder("int8")
+    shape = (1, int(rng.integers(1, 9)), int(rng.integers(1, 9)),
+             int(rng.choice([1, 7, 8, 16, 64, 130])))
+    b.add_input("y", shape, "int8", tc._int8(rng, shape), tc._act_q(rng))
+    lo, hi = (-128, 127) if rng.random() < 0.3 else sorted(
+        int(v) for v in rng.integers(-128, 128, 2))
+    return b.op("act_mask", [b.tensor("mask", shape, "bit")],
+                {"lo": lo, "hi": hi, "forward": "f"})
+
+
+def _mask_grad(rng: Rng) -> tc.Case:
+    while True:
+        case = tc.TRAIN_CASES["mask_grad"](rng, "int8")
+        if rng.random() < 0.5:
+            return case
+        b = tc._Builder("int8")                       # longer: several 128-value steps
+        shape = (1, int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.choice([64, 130])))
+        b.grad_input(rng, "dy", shape)
+        b.add_input("mask", shape, "bit", rng.random(shape) < rng.uniform(0, 1))
+        return b.op("mask_grad", b.grad_outputs("dx", shape), {"mode": "int8", "forward": "f"})
+
+
+def _sgd_update(rng: Rng) -> tc.Case:
+    """int8-mode SGD: int8 weights and int32 biases, with and without momentum and master,
+    channel subsets (the general generator's variety)."""
+    while True:
+        case = tc.TRAIN_CASES["sgd_update"](rng, "int8")
+        if case is not None:
+            return case
+
+
 FAMILIES: dict[str, Callable[[Rng], tc.Case]] = {
     "conv2d_grad_input": _conv_grad_input,
     "fully_connected_grad_input": _fc_grad_input,
@@ -122,6 +155,9 @@ FAMILIES: dict[str, Callable[[Rng], tc.Case]] = {
         rng, "int8"),
     "bias_grad": _bias_grad,
     "avg_pool2d_grad": _avg_pool_grad,
+    "act_mask": _act_mask,
+    "mask_grad": _mask_grad,
+    "sgd_update": _sgd_update,
 }
 OPS = tuple(FAMILIES)
 
