@@ -358,6 +358,28 @@ def _grad_input(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall 
                    scratch_bytes=grad_input_scratch(out_c, taps, c_n, frozen))
 
 
+DW_GRAD_ROWS = 16               # PE_HVX_DW_ROWS in pe_grad_s8_hvx.c
+
+
+def _dw_grad_input(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    """Depth multiplier 1, windows of at most 16 rows: a ring of k_h prescaled int16 dy rows
+    (scratch), the filter read as it is."""
+    ref = train_kernel_call(graph, op, batch)
+    if ref.kernel != "pe_depthwise_conv2d_grad_input_s8":
+        return None
+    p, f = ref.arg("params").value.values, ref.arg("filter_dims").value.values
+    dy = ref.arg("dy_dims").value.values
+    if int(p["ch_mult"]) != 1 or int(f["h"]) > DW_GRAD_ROWS:
+        return None
+    q = ref.arg("quant").value.values
+    pre = rq_words(q["multiplier"].values, q["shift"].values, int(q["prescale_shift"]))
+    c64 = -(-int(dy["c"]) // 64) * 64
+    at = next(i for i, (n, _) in enumerate(ref.args) if n == "quant") + 1
+    args = ref.args[:at] + (("pre", ArrayArg(int32_array("pre", pre))),) + ref.args[at:]
+    return replace(ref, kernel=ref.kernel + SUFFIX, args=args,
+                   scratch_bytes=128 + int(f["h"]) * int(dy["w"]) * c64 * 2)
+
+
 def grad_weight_scratch(out_c: int, c_n: int) -> int:
     """pe_grad_s8_hvx.c's weight-gradient scratch: slack, the column sums of dy, a row of
     the input's zero point."""
@@ -391,6 +413,7 @@ def _avg_pool_grad(graph: Graph, op: Op, batch: int, target: Target) -> KernelCa
 TRAIN_BUILDERS: dict[str, Builder] = {
     "conv2d_grad_input": _grad_input,
     "fully_connected_grad_input": _grad_input,
+    "depthwise_conv2d_grad_input": _dw_grad_input,
     "conv2d_grad_weight": _grad_weight,
     "fully_connected_grad_weight": _grad_weight,
     "bias_grad": _int8_train("pe_bias_grad_s8"),

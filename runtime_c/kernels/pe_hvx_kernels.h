@@ -101,6 +101,14 @@ void pe_fully_connected_grad_weight_s8_hvx(const pe_context *ctx,
                                            const int8_t *dy, const int32_t *dy_exp,
                                            const pe_dims *dw_dims, int32_t *dw,
                                            int32_t *dw_exp);
+/* depth multiplier 1, k_h <= 16; the filter as it is (frozen or trained) */
+void pe_depthwise_conv2d_grad_input_s8_hvx(const pe_context *ctx,
+                                           const pe_dw_conv_grad_params *params,
+                                           const pe_grad_input_quant *quant,
+                                           const int32_t *pre, const pe_dims *dy_dims,
+                                           const int8_t *dy, const int32_t *dy_exp,
+                                           const pe_dims *filter_dims, const int8_t *filter,
+                                           const pe_dims *dx_dims, int8_t *dx, int32_t *dx_exp);
 void pe_bias_grad_s8_hvx(int32_t num_rows, int32_t row_size, const int8_t *dy,
                          const int32_t *dy_exp, int32_t *db, int32_t *db_exp);
 void pe_avg_pool2d_grad_s8_hvx(const pe_context *ctx, const pe_avg_pool_grad_params *params,

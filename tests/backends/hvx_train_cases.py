@@ -147,9 +147,33 @@ def _sgd_update(rng: Rng) -> tc.Case:
             return case
 
 
+def _dw_grad_input(rng: Rng) -> tc.Case:
+    """Depth multiplier 1 (the hvx kernel): channels around blocks of 64, every stride,
+    padding and dilation; or the general generator's (other multipliers go to ref)."""
+    if rng.random() < 0.3:
+        return tc.TRAIN_CASES["depthwise_conv2d_grad_input"](rng, "int8")
+    b = tc._Builder("int8")
+    n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 10)), int(rng.integers(1, 10))
+    c = int(rng.choice([1, 3, 16, 63, 64, 65, 130]))
+    kh, kw = min(int(rng.choice([1, 3, 5])), h + 2), min(int(rng.choice([1, 3, 5])), w + 2)
+    while True:
+        stride, dil, pad, oh, ow = tc._geometry(rng, h, w, kh, kw)
+        if oh > 0 and ow > 0:
+            break
+    b.grad_input(rng, "dy", (n, oh, ow, c))
+    wq = tc._weight_q(rng, c, 3, rng.random() < 0.8)
+    b.add_input("w", (1, kh, kw, c), "int8",
+                rng.integers(-127, 128, (1, kh, kw, c)).astype(np.int8), wq, Role.WEIGHT,
+                const=True)
+    attrs = tc._conv_attrs("int8", stride, dil, pad)
+    attrs["depth_multiplier"] = 1
+    return b.op("depthwise_conv2d_grad_input", b.grad_outputs("dx", (n, h, w, c)), attrs)
+
+
 FAMILIES: dict[str, Callable[[Rng], tc.Case]] = {
     "conv2d_grad_input": _conv_grad_input,
     "fully_connected_grad_input": _fc_grad_input,
+    "depthwise_conv2d_grad_input": _dw_grad_input,
     "conv2d_grad_weight": _conv_grad_weight,
     "fully_connected_grad_weight": lambda rng: tc.TRAIN_CASES["fully_connected_grad_weight"](
         rng, "int8"),

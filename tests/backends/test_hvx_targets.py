@@ -98,6 +98,7 @@ def test_hvx_kernels_bit_exact_on_the_dsp(name, tmp_path):
 
 # -- the int8 backward --------------------------------------------------------------------------
 N_TRAIN = {"conv2d_grad_input": 60, "fully_connected_grad_input": 40, "conv2d_grad_weight": 60,
+           "depthwise_conv2d_grad_input": 50,
            "fully_connected_grad_weight": 30, "bias_grad": 30, "avg_pool2d_grad": 40,
            "act_mask": 40, "mask_grad": 40, "sgd_update": 120}
 

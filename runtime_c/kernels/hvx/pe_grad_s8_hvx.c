@@ -27,6 +27,10 @@
 #include "pe_hvx_kernels.h"
 #include "pe_window.h"
 
+enum {
+    PE_HVX_DW_ROWS = 16           /* depthwise input gradients: windows up to 16 rows */
+};
+
 /* -- input gradients ------------------------------------------------------------------------ */
 typedef struct {
     int32_t k_h, k_w, s_h, s_w, p_h, p_w, d_h, d_w;
@@ -167,6 +171,116 @@ void pe_conv2d_grad_input_s8_hvx(const pe_context *ctx, const pe_conv_grad_param
     g.d_h = params->dilation.h, g.d_w = params->dilation.w;
     pe_hvx_grad_input(ctx, &g, quant, pre, packed, dy_dims, dy, dy_exp, filter, dx_dims, dx,
                       dx_exp);
+}
+
+/* -- depthwise input gradients ---------------------------------------------------------------
+ * dx[ih][iw][c] = sum over the taps (ky, kx) that reach it of dys[oy][ox][c] * w[ky][kx][c]:
+ * 64 channels a vector (int16 products, vmpy(Vu.h, Vv.h) into even and odd words). The dy
+ * rows are prescaled into a ring of k_h slots (row stride: C rounded up to 64, the pad 0) as
+ * the window first needs them; the weights are widened from the filter as it is. */
+void pe_depthwise_conv2d_grad_input_s8_hvx(const pe_context *ctx,
+                                           const pe_dw_conv_grad_params *params,
+                                           const pe_grad_input_quant *quant,
+                                           const int32_t *pre, const pe_dims *dy_dims,
+                                           const int8_t *dy, const int32_t *dy_exp,
+                                           const pe_dims *filter_dims, const int8_t *filter,
+                                           const pe_dims *dx_dims, int8_t *dx, int32_t *dx_exp)
+{
+    const int32_t c_n = dx_dims->c, k_h = filter_dims->h, k_w = filter_dims->w;
+    const int32_t c64 = (c_n + 63) & ~63;
+    const int32_t row_elems = dy_dims->w * c64;
+    int16_t *ring = (int16_t *)pe_hvx_align(ctx->buf);
+    int32_t held[PE_HVX_DW_ROWS];
+    pe_hvx_range range = pe_hvx_range_zero();
+    pe_hvx_rescale rs = pe_hvx_rescale_make(0, 0, 0);
+    pe_rescale_plan plan = {0, 0};
+    int32_t pass, b, ih, iw, c0, ky, kx, i;
+    for (pass = 0; pass < 2; ++pass) {
+        if (pass == 1) {
+            pe_range lim;
+            lim.lo = pe_hvx_min_lane(range.lo);
+            lim.hi = pe_hvx_max_lane(range.hi);
+            plan = pe_rescale_plan_make(&lim, quant->output_multiplier);
+            rs = pe_hvx_rescale_make(plan.left, quant->output_multiplier, plan.right);
+        }
+        for (b = 0; b < dx_dims->n; ++b) {
+            for (i = 0; i < k_h; ++i) {
+                held[i] = -1;                       /* ring slot i holds dy row held[i] */
+            }
+            for (ih = 0; ih < dx_dims->h; ++ih) {
+                int32_t oys[PE_HVX_DW_ROWS], slot[PE_HVX_DW_ROWS];
+                for (ky = 0; ky < k_h; ++ky) {
+                    oys[ky] = pe_tap_source(ih, ky, params->stride.h, params->padding.h,
+                                            params->dilation.h, dy_dims->h);
+                }
+                for (ky = 0; ky < k_h; ++ky) {      /* the ring slot of each needed row */
+                    int32_t s = -1, j;
+                    if (oys[ky] < 0) {
+                        continue;
+                    }
+                    for (i = 0; i < k_h && s < 0; ++i) {
+                        s = held[i] == oys[ky] ? i : -1;
+                    }
+                    for (i = 0; i < k_h && s < 0; ++i) {       /* a slot no tap needs */
+                        int used = 0;
+                        for (j = 0; j < k_h; ++j) {
+                            used |= held[i] >= 0 && held[i] == oys[j];
+                        }
+                        if (!used) {
+                            int16_t *row = ring + i * row_elems;
+                            int32_t ox;
+                            pe_hvx_fill(row, 0, 2 * row_elems);
+                            for (ox = 0; ox < dy_dims->w; ++ox) {
+                                pe_hvx_prescale_row(dy + ((b * dy_dims->h + oys[ky]) * dy_dims->w
+                                                          + ox) * c_n, c_n, pre, row + ox * c64);
+                            }
+                            held[i] = oys[ky];
+                            s = i;
+                        }
+                    }
+                    slot[ky] = s;
+                }
+                for (iw = 0; iw < dx_dims->w; ++iw) {
+                    for (c0 = 0; c0 < c_n; c0 += 64) {
+                        const int32_t len = c_n - c0 < 64 ? c_n - c0 : 64;
+                        HVX_VectorPair acc = Q6_W_vcombine_VV(Q6_V_vzero(), Q6_V_vzero());
+                        for (ky = 0; ky < k_h; ++ky) {
+                            const int16_t *row;
+                            if (oys[ky] < 0) {
+                                continue;
+                            }
+                            row = ring + slot[ky] * row_elems + c0;
+                            for (kx = 0; kx < k_w; ++kx) {
+                                const int32_t ox = pe_tap_source(iw, kx, params->stride.w,
+                                                                 params->padding.w,
+                                                                 params->dilation.w,
+                                                                 dy_dims->w);
+                                HVX_Vector w;
+                                if (ox < 0) {
+                                    continue;
+                                }
+                                w = Q6_V_lo_W(Q6_Wh_vunpack_Vb(pe_hvx_load_n(
+                                    filter + (ky * k_w + kx) * c_n + c0, len)));
+                                acc = Q6_Ww_vmpyacc_WwVhVh(acc, pe_hvx_loadu(row + ox * c64),
+                                                           w);
+                            }
+                        }
+                        if (pass == 0) {
+                            pe_hvx_range_add(&range, Q6_V_lo_W(acc));
+                            pe_hvx_range_add(&range, Q6_V_hi_W(acc));
+                        } else {
+                            const HVX_Vector h = Q6_Vh_vasr_VwVwR_sat(
+                                pe_hvx_rescale_value(Q6_V_hi_W(acc), &rs),
+                                pe_hvx_rescale_value(Q6_V_lo_W(acc), &rs), 0);
+                            pe_hvx_store_n(dx + ((b * dx_dims->h + ih) * dx_dims->w + iw) * c_n
+                                           + c0, Q6_Vb_vpack_VhVh_sat(h, h), len);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    *dx_exp = pe_rescale_exponent(*dy_exp - quant->prescale_shift, quant->output_shift, &plan);
 }
 
 /* -- weight gradients ----------------------------------------------------------------------- */
