@@ -53,8 +53,8 @@ def core_class(target: Target) -> str:
 # (backend, kernel family, core class) -> (instructions per MAC, per output element, per call).
 # Families: the kernel name without the "pe_" prefix, its dtype suffix and a backend suffix.
 # Fitted by `python -m tests.benchmark_costs` (least squares over the MLPerf Tiny models'
-# calls; dsp: mps2-an386, m3: mps2-an385). A candidate the model cannot price leaves the
-# choice to the chain order.
+# calls; dsp: mps2-an386, m3: mps2-an385, hexagon: hexagon-v67, packets). A candidate the model
+# cannot price leaves the choice to the chain order.
 STATIC_FACTORS: dict[tuple[str, str, str], tuple[float, float, float]] = {
     ("arm", "add", "dsp"): (0.0, 17.14, 0.0),
     ("arm", "conv2d", "dsp"): (1.23, 38.27, 0.0),
@@ -80,13 +80,25 @@ STATIC_FACTORS: dict[tuple[str, str, str], tuple[float, float, float]] = {
     ("ref", "fully_connected", "m3"): (7.0, 76.28, 0.0),
     ("ref", "reshape", "m3"): (0.0, 0.0, 19.0),
     ("ref", "softmax", "m3"): (0.0, 236.64, 1122.86),
+    ("hvx", "add", "hexagon"): (0.0, 0.59, 36.0),
+    ("hvx", "avg_pool2d", "hexagon"): (0.0, 0.0, 1464.33),
+    ("hvx", "conv2d", "hexagon"): (0.12, 13.48, 0.0),
+    ("hvx", "depthwise_conv2d", "hexagon"): (0.22, 0.02, 6059.77),
+    ("hvx", "fully_connected", "hexagon"): (0.02, 8.13, 165.8),
+    ("ref", "add", "hexagon"): (0.0, 68.0, 53.0),
+    ("ref", "avg_pool2d", "hexagon"): (0.0, 22.61, 14231.67),
+    ("ref", "conv2d", "hexagon"): (1.51, 110.25, 0.0),
+    ("ref", "depthwise_conv2d", "hexagon"): (19.95, 2.22, 0.0),
+    ("ref", "fully_connected", "hexagon"): (1.5, 32.99, 43.06),
+    ("ref", "reshape", "hexagon"): (0.0, 0.0, 9.0),
+    ("ref", "softmax", "hexagon"): (0.0, 83.57, 496.76),
 }
 
 
 def kernel_family(call: KernelCall) -> str:
     name = {body: ool for ool, body in BODIES.items()}.get(call.kernel, call.kernel)
     name = name.removeprefix("pe_")
-    for suffix in ("_cmsis", "_arm", "_hvx", "_per_channel"):
+    for suffix in ("_cmsis", "_arm", "_hvx", "_dot", "_per_channel"):
         name = name.removesuffix(suffix)
     for dtype in ("_s8_s16", "_s8", "_f32"):
         if name.endswith(dtype):

@@ -321,11 +321,17 @@ def _int8_train(*kernels: str) -> Builder:
 MOMENTUM_Q15_MAX = 1 << 15       # pe_sgd_update_s8_hvx.c: mq * buf exact from vmpye up to 1.0
 
 
+SGD_MIN_INNER = 16               # entries per trained channel below which ref is as fast
+
+
 def _sgd_update(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
-    """int8-mode SGD on int8 weights and int32 biases (momentum up to 1.0)."""
+    """int8-mode SGD on int8 weights and int32 biases (momentum up to 1.0) whose trained
+    channels have at least 16 entries each (the vectors run along a channel: biases and
+    depthwise weights, one entry per channel and position, stay on ref)."""
     ref = train_kernel_call(graph, op, batch)
     if ref.kernel not in ("pe_sgd_update_s8_s8", "pe_sgd_update_s8_s32") or \
-            int(ref.arg("params").value.values["momentum_q15"]) > MOMENTUM_Q15_MAX:
+            int(ref.arg("params").value.values["momentum_q15"]) > MOMENTUM_Q15_MAX or \
+            int(ref.arg("dims").value.values["inner"]) < SGD_MIN_INNER:
         return None
     return replace(ref, kernel=ref.kernel + SUFFIX)
 

@@ -139,11 +139,18 @@ def _mask_grad(rng: Rng) -> tc.Case:
 
 
 def _sgd_update(rng: Rng) -> tc.Case:
-    """int8-mode SGD: int8 weights and int32 biases, with and without momentum and master,
-    channel subsets (the general generator's variety)."""
+    """int8-mode SGD on the general generator's int8 weights with channels of 16 entries or
+    more (hvx's; biases and depthwise weights stay ref): with and without momentum and
+    master, channel subsets, extreme gradients; a fifth any update (declined ones too)."""
     while True:
         case = tc.TRAIN_CASES["sgd_update"](rng, "int8")
-        if case is not None:
+        if case is None:
+            continue
+        graph, _ = case
+        op = graph.ops[0]
+        param = graph.tensors[op.inputs[0]]
+        axis = int(op.attrs["channel_axis"])
+        if rng.random() < 0.2 or int(np.prod(param.shape[axis + 1:], dtype=np.int64)) >= 16:
             return case
 
 

@@ -11,10 +11,19 @@
  * bias + ksum (OB vectors), the packed weights when the record has none (weights that
  * training changes: packed at every call), four gathered rows when the layer needs them.
  */
-#include <string.h>
-
 #include "pe_hvx_gemm.h"
 #include "pe_hvx_kernels.h"
+
+/* n bytes from src to dst, or the byte zp when src is NULL (vector loads and masked stores:
+ * a few packets whatever n, where a byte loop takes three a byte). */
+PE_HVX_INLINE void pe_hvx_bytes(int8_t *dst, const int8_t *src, int8_t zp, int32_t n)
+{
+    if (src != 0) {
+        pe_hvx_copy(dst, src, n);
+    } else {
+        pe_hvx_fill(dst, zp, n);
+    }
+}
 
 /* The gemm of a layer: weights (packed now into the scratch when `packed` is NULL), bias +
  * ksum; returns the scratch after what it used. */
@@ -60,6 +69,7 @@ void pe_conv2d_s8_hvx(const pe_context *ctx, const pe_conv_params *params, const
                                       out_c, k, params->input_offset, params->output_offset,
                                       params->activation.min, params->activation.max);
     const int32_t row_bytes = g.groups * 4;
+    pe_hvx_pos at = {0, 0, 0};
     const int direct = k_h == 1 && k_w == 1 && params->stride.h == 1 && params->stride.w == 1
                        && params->padding.h == 0 && params->padding.w == 0 && in_h == out_h
                        && in_w == out_w && (in_c & 3) == 0;
@@ -81,29 +91,37 @@ void pe_conv2d_s8_hvx(const pe_context *ctx, const pe_conv_params *params, const
         const int8_t *r[4];
         const int32_t n = pixels - p < 4 ? pixels - p : 4;
         int32_t q;
-        for (q = 0; q < n; ++q) {
-            const int32_t pix = p + q;
-            const int32_t b = pix / (out_h * out_w);
-            const int32_t oy = (pix / out_w) % out_h;
-            const int32_t ox = pix % out_w;
+        for (q = 0; q < n; ++q, pe_hvx_pos_next(&at, out_h, out_w)) {
+            const int32_t b = at.b, oy = at.y, ox = at.x;
             int8_t *row = (int8_t *)rows + q * row_bytes;
             int8_t *d = row;
             int32_t ky, kx;
             for (ky = 0; ky < k_h; ++ky) {
                 const int32_t iy = oy * params->stride.h - params->padding.h
                                    + ky * params->dilation.h;
-                for (kx = 0; kx < k_w; ++kx) {
-                    const int32_t ix = ox * params->stride.w - params->padding.w
-                                       + kx * params->dilation.w;
-                    if (iy < 0 || iy >= in_h || ix < 0 || ix >= in_w) {
-                        memset(d, zp, (size_t)in_c);
-                    } else {
-                        memcpy(d, input + ((b * in_h + iy) * in_w + ix) * in_c, (size_t)in_c);
+                const int32_t ix0 = ox * params->stride.w - params->padding.w;
+                const int8_t *src = input + ((b * in_h + iy) * in_w) * in_c;
+                if (iy < 0 || iy >= in_h) {
+                    pe_hvx_bytes(d, 0, zp, k_w * in_c);
+                } else if (params->dilation.w == 1) {     /* the taps of a row: one span */
+                    const int32_t lo = ix0 < 0 ? -ix0 : 0;
+                    const int32_t hi = in_w - ix0 < k_w ? in_w - ix0 : k_w;
+                    const int32_t n = hi > lo ? hi - lo : 0;
+                    pe_hvx_bytes(d, 0, zp, (lo < k_w ? lo : k_w) * in_c);
+                    pe_hvx_bytes(d + lo * in_c, src + (ix0 + lo) * in_c, zp, n * in_c);
+                    if (lo + n < k_w) {
+                        pe_hvx_bytes(d + (lo + n) * in_c, 0, zp, (k_w - lo - n) * in_c);
                     }
-                    d += in_c;
+                } else {
+                    for (kx = 0; kx < k_w; ++kx) {
+                        const int32_t ix = ix0 + kx * params->dilation.w;
+                        pe_hvx_bytes(d + kx * in_c, ix < 0 || ix >= in_w ? 0 : src + ix * in_c,
+                                     zp, in_c);
+                    }
                 }
+                d += k_w * in_c;
             }
-            memset(d, zp, (size_t)(row_bytes - k));
+            pe_hvx_bytes(d, 0, zp, row_bytes - k);
             r[q] = row;
         }
         pe_hvx_gemm_tile(&g, r, n, 1, output + p * out_c, out_c);
@@ -136,9 +154,9 @@ void pe_fully_connected_s8_hvx(const pe_context *ctx, const pe_fc_params *params
             r[q] = input + (p + q) * depth;
             if (!aligned) {            /* a row of its own, padded with the zero point */
                 int8_t *row = (int8_t *)stage + q * g.groups * 4;
-                memcpy(row, r[q], (size_t)depth);
-                memset(row + depth, (int8_t)(-params->input_offset),
-                       (size_t)(g.groups * 4 - depth));
+                pe_hvx_bytes(row, r[q], 0, depth);
+                pe_hvx_bytes(row + depth, 0, (int8_t)(-params->input_offset),
+                             g.groups * 4 - depth);
                 r[q] = row;
             }
         }

@@ -67,6 +67,7 @@ void pe_depthwise_conv2d_s8_hvx(const pe_context *ctx, const pe_dw_conv_params *
     for (b = 0; b < output_dims->n; ++b) {
         for (oy = 0; oy < out_h; ++oy) {
             int8_t *out_row = output + (b * out_h + oy) * row_len;
+            int32_t pc = 0, kc = 0, oxc = 0;
             for (ky = 0; ky < k_h; ++ky) {
                 const int32_t iy = oy * s_h - p_t + ky * d_h;
                 int8_t *row = stage + ky * row_bytes;
@@ -83,9 +84,9 @@ void pe_depthwise_conv2d_s8_hvx(const pe_context *ctx, const pe_dw_conv_params *
                 }
             }
             for (st = 0; st < steps; ++st) {
-                const int32_t k = flat ? st : st % chunks;
-                const int32_t ox = flat ? 0 : st / chunks;
-                const int32_t pat = flat ? k % patterns : k;
+                const int32_t k = flat ? st : kc;
+                const int32_t ox = flat ? 0 : oxc;
+                const int32_t pat = flat ? pc : k;
                 const int32_t start = flat ? 128 * k : ox * s_w * c_n + 128 * k;
                 const int32_t left = flat ? row_len - 128 * k : c_n - 128 * k;
                 const int16_t *w = weights + pat * taps * 128;
@@ -113,6 +114,13 @@ void pe_depthwise_conv2d_s8_hvx(const pe_context *ctx, const pe_dw_conv_params *
                     const int32_t at = flat ? 128 * k : ox * c_n + 128 * k;
                     pe_hvx_store(out_row + at, Q6_Vb_vasr_VhVhR_sat(ho, he, 0),
                                  left < 128 ? left : 128);
+                }
+                if (++pc == patterns) {               /* flat: the next step's pattern */
+                    pc = 0;
+                }
+                if (++kc == chunks) {                 /* per pixel: the next chunk, pixel */
+                    kc = 0;
+                    ++oxc;
                 }
             }
         }

@@ -178,18 +178,30 @@ void pe_fully_connected_grad_weight_s8_hvx(const pe_context *ctx,
     const HVX_Vector off = Q6_V_vsplat_R(params->input_offset);
     int32_t j, c0, r, k;
     (void)ctx;
-    for (j = 0; j < dw_dims->n; ++j) {
-        const int32_t o = channels != 0 ? channels[j] : j;
-        for (c0 = 0; c0 < depth; c0 += 128) {
-            const int32_t len = depth - c0 < 128 ? depth - c0 : 128;
+    for (c0 = 0; c0 < depth; c0 += 128) {
+        const int32_t len = depth - c0 < 128 ? depth - c0 : 128;
+        HVX_Vector xo[4];                      /* one row: x + off of the step, once */
+        pe_hvx_words4(pe_hvx_load(x + c0, len), xo);
+        for (k = 0; k < 4; ++k) {
+            xo[k] = Q6_Vw_vadd_VwVw(xo[k], off);
+        }
+        for (j = 0; j < dw_dims->n; ++j) {
+            const int32_t o = channels != 0 ? channels[j] : j;
             HVX_Vector acc[4] = {Q6_V_vzero(), Q6_V_vzero(), Q6_V_vzero(), Q6_V_vzero()};
             for (r = 0; r < rows; ++r) {
                 const int32_t g = (int32_t)(((uint32_t)(uint16_t)(int16_t)dy[r * out_c + o])
                                             * 0x10001u);
                 HVX_Vector w[4];
-                pe_hvx_words4(pe_hvx_load(x + r * depth + c0, len), w);
+                if (r == 0) {
+                    w[0] = xo[0], w[1] = xo[1], w[2] = xo[2], w[3] = xo[3];
+                } else {
+                    pe_hvx_words4(pe_hvx_load(x + r * depth + c0, len), w);
+                    for (k = 0; k < 4; ++k) {
+                        w[k] = Q6_Vw_vadd_VwVw(w[k], off);
+                    }
+                }
                 for (k = 0; k < 4; ++k) {
-                    acc[k] = Q6_Vw_vmpyiacc_VwVwRh(acc[k], Q6_Vw_vadd_VwVw(w[k], off), g);
+                    acc[k] = Q6_Vw_vmpyiacc_VwVwRh(acc[k], w[k], g);
                 }
             }
             for (k = 0; k < 4 && 32 * k < len; ++k) {

@@ -91,15 +91,13 @@ static void pe_hvx_grad_input(const pe_context *ctx, const pe_hvx_geometry *g,
             plan = pe_rescale_plan_make(&r, quant->output_multiplier);
             rs = pe_hvx_rescale_make(plan.left, quant->output_multiplier, plan.right);
         }
+        pe_hvx_pos at = {0, 0, 0};
         for (p = 0; p < pixels; p += 4) {
             const int32_t n = pixels - p < 4 ? pixels - p : 4;
             const pe_hvx_word *r[4];
             int32_t q, cb, j;
             for (q = 0; q < 4; ++q) {
-                const int32_t pix = p + (q < n ? q : 0);
-                const int32_t b = pix / (dx_dims->h * dx_dims->w);
-                const int32_t ih = (pix / dx_dims->w) % dx_dims->h;
-                const int32_t iw = pix % dx_dims->w;
+                const int32_t b = at.b, ih = at.y, iw = at.x;      /* past n: row n - 1 again */
                 int16_t *row = rows + q * row_elems;
                 int32_t ky, kx;
                 for (ky = 0; ky < g->k_h; ++ky) {
@@ -117,7 +115,11 @@ static void pe_hvx_grad_input(const pe_context *ctx, const pe_hvx_geometry *g,
                     }
                 }
                 r[q] = (const pe_hvx_word *)row;
+                if (q + 1 < n) {
+                    pe_hvx_pos_next(&at, dx_dims->h, dx_dims->w);
+                }
             }
+            pe_hvx_pos_next(&at, dx_dims->h, dx_dims->w);
             for (cb = 0; cb < blocks; cb += 2) {
                 const int two = cb + 1 < blocks;
                 const int16_t *pa = packed + cb * pairs * 64;
@@ -314,6 +316,7 @@ static void pe_hvx_grad_weight(const pe_context *ctx, const pe_hvx_geometry *g,
                     acc[q][0] = Q6_V_vzero();
                     acc[q][1] = Q6_V_vzero();
                 }
+                pe_hvx_pos at = {0, 0, 0};
                 for (p = 0; p < positions; p += 4) {
                     const int32_t np = positions - p < 4 ? positions - p : 4;
                     HVX_Vector xr[4], xt[2];
@@ -323,9 +326,7 @@ static void pe_hvx_grad_weight(const pe_context *ctx, const pe_hvx_geometry *g,
                         const int8_t *src = zrow;
                         if (k < np) {
                             const int32_t pos = p + k;
-                            const int32_t b = pos / (dy_dims->h * dy_dims->w);
-                            const int32_t oy = (pos / dy_dims->w) % dy_dims->h;
-                            const int32_t ox = pos % dy_dims->w;
+                            const int32_t b = at.b, oy = at.y, ox = at.x;
                             const int32_t iy = oy * g->s_h - g->p_h + ky * g->d_h;
                             const int32_t ix = ox * g->s_w - g->p_w + kx * g->d_w;
                             if (iy >= 0 && iy < x_dims->h && ix >= 0 && ix < x_dims->w) {
@@ -334,6 +335,7 @@ static void pe_hvx_grad_weight(const pe_context *ctx, const pe_hvx_geometry *g,
                             for (q = 0; q < 4; ++q) {
                                 d[q] |= (uint32_t)(uint8_t)dy[pos * out_c + o[q]] << (8 * k);
                             }
+                            pe_hvx_pos_next(&at, dy_dims->h, dy_dims->w);
                         }
                         xr[k] = pe_hvx_load(src + cb * 32, c_n - cb * 32 < 64
                                             ? c_n - cb * 32 : 64);

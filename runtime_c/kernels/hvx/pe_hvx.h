@@ -228,6 +228,22 @@ PE_HVX_INLINE void pe_hvx_words4(HVX_Vector v, HVX_Vector out[4])
     out[3] = Q6_V_hi_W(w1);
 }
 
+/* A pixel position (image, row, column) walked in NHWC order with no division. */
+typedef struct {
+    int32_t b, y, x;
+} pe_hvx_pos;
+
+PE_HVX_INLINE void pe_hvx_pos_next(pe_hvx_pos *p, int32_t h, int32_t w)
+{
+    if (++p->x == w) {
+        p->x = 0;
+        if (++p->y == h) {
+            p->y = 0;
+            ++p->b;
+        }
+    }
+}
+
 /* The low 32 bits of a * b per int32 lane. */
 PE_HVX_INLINE HVX_Vector pe_hvx_mul_lo(HVX_Vector a, HVX_Vector b)
 {

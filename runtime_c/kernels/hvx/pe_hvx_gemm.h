@@ -16,7 +16,7 @@
  * is an int32.
  *
  * A tile is four rows times two channel blocks: eight accumulators, two weight vectors and
- * four splats per group: 1,024 multiply-accumulates in eight vrmpy.
+ * four splats per group: 1,024 multiply-accumulates in eight vrmpy (a last odd block: four).
  */
 #ifndef PE_HVX_GEMM_H
 #define PE_HVX_GEMM_H
@@ -104,69 +104,77 @@ static inline void pe_hvx_gemm_bias(int32_t *dst, const int8_t *w, int32_t group
     }
 }
 
-#define PE_HVX_TILE_ROW(r, acc0, acc1, word)                                                  \
-    do {                                                                                      \
-        const HVX_Vector s_ = Q6_V_vsplat_R(word);                                            \
-        acc0 = Q6_Vw_vrmpyacc_VwVbVb(acc0, s_, w0);                                           \
-        acc1 = Q6_Vw_vrmpyacc_VwVbVb(acc1, s_, w1);                                           \
-    } while (0)
+/* The accumulators of up to four rows (r[0..3], 4-byte aligned words when `aligned`) for one
+ * block of 32 channels (wa, b0) or two (`two`: also wb, b1). Inlined with `two` and `aligned`
+ * constant, so a single block computes one accumulator per row. */
+PE_HVX_INLINE void pe_hvx_gemm_acc(int32_t kgs, const int8_t *const r[4], int aligned,
+                                   const int8_t *wa, const int8_t *wb, HVX_Vector b0,
+                                   HVX_Vector b1, int two, HVX_Vector acc[4][2])
+{
+    HVX_Vector a00 = b0, a01 = b1, a10 = b0, a11 = b1;
+    HVX_Vector a20 = b0, a21 = b1, a30 = b0, a31 = b1;
+    int32_t kg;
+    for (kg = 0; kg < kgs; ++kg) {
+        const HVX_Vector w0 = pe_hvx_loadu(wa + kg * 128);
+        const int32_t x0 = aligned ? ((const pe_hvx_word *)r[0])[kg] : pe_hvx_word_at(r[0] + 4 * kg);
+        const int32_t x1 = aligned ? ((const pe_hvx_word *)r[1])[kg] : pe_hvx_word_at(r[1] + 4 * kg);
+        const int32_t x2 = aligned ? ((const pe_hvx_word *)r[2])[kg] : pe_hvx_word_at(r[2] + 4 * kg);
+        const int32_t x3 = aligned ? ((const pe_hvx_word *)r[3])[kg] : pe_hvx_word_at(r[3] + 4 * kg);
+        const HVX_Vector s0 = Q6_V_vsplat_R(x0), s1 = Q6_V_vsplat_R(x1);
+        const HVX_Vector s2 = Q6_V_vsplat_R(x2), s3 = Q6_V_vsplat_R(x3);
+        a00 = Q6_Vw_vrmpyacc_VwVbVb(a00, s0, w0);
+        a10 = Q6_Vw_vrmpyacc_VwVbVb(a10, s1, w0);
+        a20 = Q6_Vw_vrmpyacc_VwVbVb(a20, s2, w0);
+        a30 = Q6_Vw_vrmpyacc_VwVbVb(a30, s3, w0);
+        if (two) {
+            const HVX_Vector w1 = pe_hvx_loadu(wb + kg * 128);
+            a01 = Q6_Vw_vrmpyacc_VwVbVb(a01, s0, w1);
+            a11 = Q6_Vw_vrmpyacc_VwVbVb(a11, s1, w1);
+            a21 = Q6_Vw_vrmpyacc_VwVbVb(a21, s2, w1);
+            a31 = Q6_Vw_vrmpyacc_VwVbVb(a31, s3, w1);
+        }
+    }
+    acc[0][0] = a00, acc[0][1] = a01, acc[1][0] = a10, acc[1][1] = a11;
+    acc[2][0] = a20, acc[2][1] = a21, acc[3][0] = a30, acc[3][1] = a31;
+}
 
 /* Up to four rows (rows[0..n-1], 4-byte aligned when `aligned`) into out + q * out_stride. */
 PE_HVX_INLINE void pe_hvx_gemm_tile(const pe_hvx_gemm *g, const int8_t *const *rows,
                                     int32_t n, int aligned, int8_t *out, int32_t out_stride)
 {
-    const int8_t *r0 = rows[0];
-    const int8_t *r1 = n > 1 ? rows[1] : r0;
-    const int8_t *r2 = n > 2 ? rows[2] : r0;
-    const int8_t *r3 = n > 3 ? rows[3] : r0;
+    const int8_t *r[4];
     const int32_t kgs = g->groups;
-    int32_t ob, kg, q;
+    int32_t ob, q;
+    for (q = 0; q < 4; ++q) {
+        r[q] = rows[q < n ? q : 0];
+    }
     for (ob = 0; ob < g->blocks; ob += 2) {
         const int two = ob + 1 < g->blocks;
         const int8_t *wa = g->w + ob * kgs * 128;
-        const int8_t *wb = two ? wa + kgs * 128 : wa;
         const HVX_Vector b0 = ((const pe_hvx_block *)g->bk)[ob];
-        const HVX_Vector b1 = ((const pe_hvx_block *)g->bk)[two ? ob + 1 : ob];
-        HVX_Vector a00 = b0, a01 = b1, a10 = b0, a11 = b1;
-        HVX_Vector a20 = b0, a21 = b1, a30 = b0, a31 = b1;
+        const int32_t *qa = g->rq + ob * PE_HVX_RQ * 32;
+        const int32_t left = g->out_c - ob * 32;
         HVX_Vector acc[4][2];
-        if (aligned) {
-            const pe_hvx_word *x0 = (const pe_hvx_word *)r0, *x1 = (const pe_hvx_word *)r1;
-            const pe_hvx_word *x2 = (const pe_hvx_word *)r2, *x3 = (const pe_hvx_word *)r3;
-            for (kg = 0; kg < kgs; ++kg) {
-                const HVX_Vector w0 = pe_hvx_loadu(wa + kg * 128);
-                const HVX_Vector w1 = pe_hvx_loadu(wb + kg * 128);
-                PE_HVX_TILE_ROW(0, a00, a01, x0[kg]);
-                PE_HVX_TILE_ROW(1, a10, a11, x1[kg]);
-                PE_HVX_TILE_ROW(2, a20, a21, x2[kg]);
-                PE_HVX_TILE_ROW(3, a30, a31, x3[kg]);
-            }
+        if (two && aligned) {
+            pe_hvx_gemm_acc(kgs, r, 1, wa, wa + kgs * 128, b0,
+                            ((const pe_hvx_block *)g->bk)[ob + 1], 1, acc);
+        } else if (two) {
+            pe_hvx_gemm_acc(kgs, r, 0, wa, wa + kgs * 128, b0,
+                            ((const pe_hvx_block *)g->bk)[ob + 1], 1, acc);
+        } else if (aligned) {
+            pe_hvx_gemm_acc(kgs, r, 1, wa, wa, b0, b0, 0, acc);
         } else {
-            for (kg = 0; kg < kgs; ++kg) {
-                const HVX_Vector w0 = pe_hvx_loadu(wa + kg * 128);
-                const HVX_Vector w1 = pe_hvx_loadu(wb + kg * 128);
-                PE_HVX_TILE_ROW(0, a00, a01, pe_hvx_word_at(r0 + 4 * kg));
-                PE_HVX_TILE_ROW(1, a10, a11, pe_hvx_word_at(r1 + 4 * kg));
-                PE_HVX_TILE_ROW(2, a20, a21, pe_hvx_word_at(r2 + 4 * kg));
-                PE_HVX_TILE_ROW(3, a30, a31, pe_hvx_word_at(r3 + 4 * kg));
-            }
+            pe_hvx_gemm_acc(kgs, r, 0, wa, wa, b0, b0, 0, acc);
         }
-        acc[0][0] = a00, acc[0][1] = a01, acc[1][0] = a10, acc[1][1] = a11;
-        acc[2][0] = a20, acc[2][1] = a21, acc[3][0] = a30, acc[3][1] = a31;
-        {
-            const int32_t *qa = g->rq + ob * PE_HVX_RQ * 32;
-            const int32_t *qb = two ? qa + PE_HVX_RQ * 32 : qa;
-            const int32_t left = g->out_c - ob * 32;
-            const int32_t len = left < 64 ? left : 64;
-            for (q = 0; q < n; ++q) {
-                const HVX_Vector y0 = pe_hvx_requant(acc[q][0], qa, g->zp, g->lo, g->hi);
-                const HVX_Vector y1 = pe_hvx_requant(acc[q][1], qb, g->zp, g->lo, g->hi);
-                pe_hvx_store_n(out + q * out_stride + ob * 32, pe_hvx_bytes2(y0, y1), len);
-            }
+        for (q = 0; q < n; ++q) {
+            const HVX_Vector y0 = pe_hvx_requant(acc[q][0], qa, g->zp, g->lo, g->hi);
+            const HVX_Vector y1 = two ? pe_hvx_requant(acc[q][1], qa + PE_HVX_RQ * 32, g->zp,
+                                                       g->lo, g->hi) : y0;
+            pe_hvx_store_n(out + q * out_stride + ob * 32, pe_hvx_bytes2(y0, y1),
+                           left < 64 ? left : 64);
         }
     }
 }
 
-#undef PE_HVX_TILE_ROW
 
 #endif /* PE_HVX_GEMM_H */
