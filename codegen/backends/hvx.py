@@ -21,7 +21,7 @@ What each kernel takes (others decline to the next backend):
 - conv2d: one group, int8 (any kernel, stride, padding, dilation);
 - depthwise_conv2d: depth multiplier 1, frozen weights;
 - fully_connected: symmetric weights (filter offset 0), per tensor or per channel;
-- avg_pool2d (windows below 2^20 taps), max_pool2d; add: equal shapes.
+- avg_pool2d (windows below 2^20 taps), max_pool2d; add, mul: equal shapes.
 """
 
 from __future__ import annotations
@@ -273,7 +273,8 @@ def _pool(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None
     return replace(ref, kernel=ref.kernel + SUFFIX)
 
 
-def _add(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+def _elementwise(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    """add, mul of two int8 tensors of the same shape (no broadcast)."""
     ref = same_dims_call(graph, op, batch)
     if ref is None:
         return None
@@ -282,7 +283,7 @@ def _add(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     args = (("params", ref.arg("params")), ("size", ScalarArg("int32_t", size)),
             ("input1", ref.arg("input1")), ("input2", ref.arg("input2")),
             ("output", ref.arg("output")))
-    return replace(ref, kernel="pe_add_s8" + SUFFIX, args=args)
+    return replace(ref, kernel=f"pe_{op.type}_s8" + SUFFIX, args=args)
 
 
 # -- int8 backward ----------------------------------------------------------------------------------
@@ -435,7 +436,8 @@ FORWARD_BUILDERS: dict[str, Builder] = {
     "fully_connected": _fully_connected,
     "avg_pool2d": _pool,
     "max_pool2d": _pool,
-    "add": _add,
+    "add": _elementwise,
+    "mul": _elementwise,
 }
 
 BUILDERS: dict[str, Builder] = {**FORWARD_BUILDERS, **TRAIN_BUILDERS}

@@ -20,7 +20,7 @@
  *
  * ctx->buf must hold the record's scratch_bytes (each kernel's comment says what it keeps
  * there). Conv: one group; depthwise: depth multiplier 1, weights frozen; FC: symmetric
- * weights (filter_offset 0); add: equal shapes.
+ * weights (filter_offset 0); add, mul: equal shapes.
  */
 #ifndef PE_HVX_KERNELS_H
 #define PE_HVX_KERNELS_H
@@ -69,6 +69,8 @@ void pe_max_pool2d_s8_hvx(const pe_context *ctx, const pe_pool_params *params,
                           int8_t *output);
 
 void pe_add_s8_hvx(const pe_add_params *params, int32_t size, const int8_t *input1,
+                   const int8_t *input2, int8_t *output);
+void pe_mul_s8_hvx(const pe_mul_params *params, int32_t size, const int8_t *input1,
                    const int8_t *input2, int8_t *output);
 
 /* int8 backward (pe_grad_s8_hvx.c): the ref kernels' arguments, plus for the input gradients

@@ -113,6 +113,7 @@ FAMILIES: dict[str, list[tuple[float, Callable[[Rng], Case]]]] = {
     "avg_pool2d": [(1.0, _int8(CASES["avg_pool2d"]))],
     "max_pool2d": [(1.0, _int8(CASES["max_pool2d"]))],
     "add": [(1.0, lambda rng: cmsis_cases.case("add", rng))],
+    "mul": [(1.0, lambda rng: cmsis_cases.case("mul", rng))],
 }
 
 

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.emulator
 
 BOARDS = ("hexagon-v66", "hexagon-v67")
 N_PER_OP = {"conv2d": 120, "depthwise_conv2d": 80, "fully_connected": 40, "avg_pool2d": 30,
-            "max_pool2d": 30, "add": 30}
+            "max_pool2d": 30, "add": 30, "mul": 30}
 IMAGE_BYTES = 512 * 1024
 HVX_SOURCES = sorted((KERNELS_DIR / "hvx").glob("*.c"))
 # kernel paths every run must reach (a path or its prefix, hvx_cases.path)
@@ -37,7 +37,7 @@ PATHS = {"conv-direct-packed", "conv-direct-trained", "conv-gathered-packed",
          "conv-gathered-trained", "conv-direct-packed-odd-blocks", "conv-gathered-packed-tail",
          "fc-packed-odd-blocks", "fc-trained-odd-blocks", "fc-dot", "fc-dot-long",
          "dw-flat-one", "dw-flat-many", "dw-pixel-one", "dw-pixel-many", "avg_pool2d",
-         "max_pool2d", "add"}
+         "max_pool2d", "add", "mul"}
 
 
 def cases(target: Target) -> list[tuple]:
