@@ -106,8 +106,8 @@ def format_table(rows: list[dict[str, Any]]) -> str:
         if r["backend"] == "hvx" and ref is not None and "skipped" not in ref:
             table.append(("", "ref / hvx", *(_ratio(ref[p], r[p]) for p in PHASES)))
     widths = [max(len(str(t[i])) for t in table) for i in range(len(head))]
-    out = ["packets per training step (int8 backward) and per inference, "
-           f"{rows[0]['board'] if rows else ''}:"]
+    out = [("packets per training step (int8 backward) and per inference, "
+            f"{rows[0]['board'] if rows else ''}:")]
     out += ["  ".join(str(v).rjust(w) for v, w in zip(t, widths)) for t in table]
     out += lines
     out.append("")

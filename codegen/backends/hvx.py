@@ -19,7 +19,8 @@ compile time:
 What each kernel takes (others decline to the next backend):
 
 - conv2d: one group, int8 (any kernel, stride, padding, dilation);
-- depthwise_conv2d: depth multiplier 1, frozen weights;
+- depthwise_conv2d: depth multiplier 1 (weights that training changes laid out per pattern at
+  every call);
 - fully_connected: symmetric weights (filter offset 0), per tensor or per channel;
 - avg_pool2d (windows below 2^20 taps), max_pool2d; add, mul: equal shapes.
 """
@@ -223,11 +224,13 @@ def dw_layout(weight: np.ndarray, multiplier, shift, flat: bool
 
 
 def dw_scratch(channels: int, patterns: int, out_w: int, k_h: int, k_w: int, s_w: int,
-               d_w: int) -> int:
-    """pe_depthwise_conv2d_s8_hvx.c's scratch: slack, bias vectors, k_h staged rows."""
+               d_w: int, trained: bool = False) -> int:
+    """pe_depthwise_conv2d_s8_hvx.c's scratch: slack, bias vectors, the int16 weights laid
+    out at run time when training changes them, k_h staged rows."""
     cols = (out_w - 1) * s_w + (k_w - 1) * d_w + 1
     row = -(-(cols * channels + 128) // 128) * 128
-    return 128 + patterns * 4 * 128 + k_h * row
+    weights = patterns * k_h * k_w * 256 if trained else 0
+    return 128 + patterns * 4 * 128 + weights + k_h * row
 
 
 def _depthwise_conv2d(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
@@ -236,32 +239,39 @@ def _depthwise_conv2d(graph: Graph, op: Op, batch: int, target: Target) -> Kerne
         return None
     w = view.input(1)
     assert w is not None
-    if not _frozen(graph, w.name):
-        return None                                    # trained depthwise weights: ref
     ref = forward_call(graph, op, batch)
     p = ref.arg("params").value.values
     _, k_h, k_w, chans = (int(v) for v in w.shape)
     m, s = _quant(ref, chans)
     s_w, d_w = int(p["stride"].values["w"]), int(p["dilation"].values["w"])
     flat = s_w == 1 and chans // gcd(chans, 128) <= MAX_FLAT_PATTERNS
-    patterns, weights, rq = dw_layout(w.data, m, s, flat)
-    ksum = nx.wrap_int32(np.asarray(w.data, np.int64).reshape(-1, chans).sum(axis=0)
-                         * int(p["input_offset"]))
+    frozen = _frozen(graph, w.name)
+    patterns, weights, rq = dw_layout(np.zeros(w.shape, np.int8) if not frozen else w.data,
+                                      m, s, flat)
+    if frozen:
+        ksum = nx.wrap_int32(np.asarray(w.data, np.int64).reshape(-1, chans).sum(axis=0)
+                             * int(p["input_offset"]))
+        extra: tuple = (("weights", ArrayArg(ConstArray("weights", "int16_t", weights))),
+                        ("ksum", ArrayArg(int32_array("ksum", ksum))))
+        filt: Arg = NullArg("const int8_t *")
+    else:                                  # trained: laid out from the filter at every call
+        extra = (("weights", NullArg("const int16_t *")), ("ksum", NullArg("const int32_t *")))
+        filt = ref.arg("filter")
     out_w = int(ref.arg("output_dims").value.values["w"])
     args = (("ctx", ref.arg("ctx")), ("params", ref.arg("params")),
-            ("rq", ArrayArg(int32_array("rq", rq))),
-            ("weights", ArrayArg(ConstArray("weights", "int16_t", weights))),
-            ("ksum", ArrayArg(int32_array("ksum", ksum))),
+            ("rq", ArrayArg(int32_array("rq", rq))), *extra,
             ("flat", ScalarArg("int32_t", int(flat))),
             ("patterns", ScalarArg("int32_t", patterns)),
             ("input_dims", ref.arg("input_dims")), ("input", ref.arg("input")),
-            ("filter_dims", ref.arg("filter_dims")), ("bias", ref.arg("bias")),
-            ("output_dims", ref.arg("output_dims")), ("output", ref.arg("output")))
+            ("filter_dims", ref.arg("filter_dims")), ("filter", filt),
+            ("bias", ref.arg("bias")), ("output_dims", ref.arg("output_dims")),
+            ("output", ref.arg("output")))
     return replace(ref, kernel="pe_depthwise_conv2d_s8" + SUFFIX, args=args,
-                   scratch_bytes=dw_scratch(chans, patterns, out_w, k_h, k_w, s_w, d_w))
+                   scratch_bytes=dw_scratch(chans, patterns, out_w, k_h, k_w, s_w, d_w,
+                                            not frozen))
 
 
-# -- pooling, add -----------------------------------------------------------------------------------
+# -- pooling, add, mul ---------------------------------------------------------------------------
 def _pool(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     view = OpArgs(graph, op, batch)
     if not view.int8_io(1):
@@ -286,7 +296,7 @@ def _elementwise(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall
     return replace(ref, kernel=f"pe_{op.type}_s8" + SUFFIX, args=args)
 
 
-# -- int8 backward ----------------------------------------------------------------------------------
+# -- int8 backward -------------------------------------------------------------------------------
 def pack_grad_input_weights(weight: np.ndarray) -> np.ndarray:
     """int8 weights (O, kh, kw, C) as pe_grad_s8_hvx.c's int16 pairs: per block of 32 input
     channels and pair j of the row elements e = tap * O2 + o (O2: O rounded up to even) the
@@ -405,6 +415,15 @@ def _grad_weight(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall
                    scratch_bytes=0 if fc else grad_weight_scratch(int(dy["c"]), int(x["c"])))
 
 
+def _dw_grad_weight(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    """Depth multiplier 1: every channel a lane, the trained ones picked (scratch: 64 sums)."""
+    ref = train_kernel_call(graph, op, batch)
+    if ref.kernel != "pe_depthwise_conv2d_grad_weight_s8" or \
+            int(ref.arg("params").value.values["ch_mult"]) != 1:
+        return None
+    return replace(ref, kernel=ref.kernel + SUFFIX, scratch_bytes=128 + 64 * 4)
+
+
 def _avg_pool_grad(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     """Windows that do not overlap (each dx value in at most one window)."""
     ref = train_kernel_call(graph, op, batch)
@@ -421,6 +440,7 @@ TRAIN_BUILDERS: dict[str, Builder] = {
     "conv2d_grad_input": _grad_input,
     "fully_connected_grad_input": _grad_input,
     "depthwise_conv2d_grad_input": _dw_grad_input,
+    "depthwise_conv2d_grad_weight": _dw_grad_weight,
     "conv2d_grad_weight": _grad_weight,
     "fully_connected_grad_weight": _grad_weight,
     "bias_grad": _int8_train("pe_bias_grad_s8"),

@@ -19,7 +19,7 @@
  *           lane layout (hvx/pe_depthwise_conv2d_s8_hvx.c).
  *
  * ctx->buf must hold the record's scratch_bytes (each kernel's comment says what it keeps
- * there). Conv: one group; depthwise: depth multiplier 1, weights frozen; FC: symmetric
+ * there). Conv: one group; depthwise: depth multiplier 1; FC: symmetric
  * weights (filter_offset 0); add, mul: equal shapes.
  */
 #ifndef PE_HVX_KERNELS_H
@@ -56,8 +56,8 @@ void pe_depthwise_conv2d_s8_hvx(const pe_context *ctx, const pe_dw_conv_params *
                                 const int32_t *rq, const int16_t *weights, const int32_t *ksum,
                                 int32_t flat, int32_t patterns, const pe_dims *input_dims,
                                 const int8_t *input, const pe_dims *filter_dims,
-                                const int32_t *bias, const pe_dims *output_dims,
-                                int8_t *output);
+                                const int8_t *filter, const int32_t *bias,
+                                const pe_dims *output_dims, int8_t *output);
 
 void pe_avg_pool2d_s8_hvx(const pe_context *ctx, const pe_pool_params *params,
                           const pe_dims *input_dims, const int8_t *input,
@@ -111,6 +111,13 @@ void pe_depthwise_conv2d_grad_input_s8_hvx(const pe_context *ctx,
                                            const int8_t *dy, const int32_t *dy_exp,
                                            const pe_dims *filter_dims, const int8_t *filter,
                                            const pe_dims *dx_dims, int8_t *dx, int32_t *dx_exp);
+void pe_depthwise_conv2d_grad_weight_s8_hvx(const pe_context *ctx,
+                                            const pe_dw_conv_grad_weight_params *params,
+                                            const int32_t *channels, const pe_dims *x_dims,
+                                            const int8_t *x, const pe_dims *dy_dims,
+                                            const int8_t *dy, const int32_t *dy_exp,
+                                            const pe_dims *dw_dims, int32_t *dw,
+                                            int32_t *dw_exp);
 void pe_bias_grad_s8_hvx(int32_t num_rows, int32_t row_size, const int8_t *dy,
                          const int32_t *dy_exp, int32_t *db, int32_t *db_exp);
 void pe_avg_pool2d_grad_s8_hvx(const pe_context *ctx, const pe_avg_pool_grad_params *params,

@@ -76,7 +76,8 @@ def dw_channels(rng: Rng) -> Case:
     pads = (1, 1, 1, 1) if k == (3, 3) else (2, 2, 2, 2)
     if rng.random() < 0.3:
         pads = (0, 0, 0, 0)
-    return depthwise_conv2d_graph(rng, "int8", shape, 1, k, stride, (1, 1), pads)
+    graph, batch = depthwise_conv2d_graph(rng, "int8", shape, 1, k, stride, (1, 1), pads)
+    return _trained(rng, graph, 0.3), batch
 
 
 def fc_trained(rng: Rng) -> Case:
@@ -153,5 +154,7 @@ def path(graph: Graph, batch: int) -> str:
     if op.type == "depthwise_conv2d":
         flat = int(call.arg("flat").value)
         patterns = int(call.arg("patterns").value)
-        return f"dw-{'flat' if flat else 'pixel'}-{'one' if patterns == 1 else 'many'}"
+        trained = isinstance(call.arg("weights"), NullArg)
+        return f"dw-{'flat' if flat else 'pixel'}-{'one' if patterns == 1 else 'many'}" + \
+            ("-trained" if trained else "")
     return op.type

@@ -177,10 +177,35 @@ def _dw_grad_input(rng: Rng) -> tc.Case:
     return b.op("depthwise_conv2d_grad_input", b.grad_outputs("dx", (n, h, w, c)), attrs)
 
 
+def _dw_grad_weight(rng: Rng) -> tc.Case:
+    """Depth multiplier 1: channels around blocks of 64, channel subsets, every geometry; or
+    the general generator's."""
+    if rng.random() < 0.3:
+        return tc.TRAIN_CASES["depthwise_conv2d_grad_weight"](rng, "int8")
+    b = tc._Builder("int8")
+    n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    c = int(rng.choice([1, 5, 63, 64, 65, 130]))
+    kh, kw = min(int(rng.choice([1, 3, 5])), h + 2), min(int(rng.choice([1, 3, 5])), w + 2)
+    while True:
+        stride, dil, pad, oh, ow = tc._geometry(rng, h, w, kh, kw)
+        if oh > 0 and ow > 0:
+            break
+    b.add_input("x", (n, h, w, c), "int8", tc._int8(rng, (n, h, w, c)), tc._act_q(rng))
+    b.grad_input(rng, "dy", (n, oh, ow, c))
+    ch = tc._channels(rng, c)
+    attrs = tc._conv_attrs("int8", stride, dil, pad)
+    attrs["channels"] = ch
+    attrs["depth_multiplier"] = 1
+    k = c if ch is None else len(ch)
+    return b.op("depthwise_conv2d_grad_weight",
+                b.grad_outputs("dw", (1, kh, kw, k), "int32"), attrs)
+
+
 FAMILIES: dict[str, Callable[[Rng], tc.Case]] = {
     "conv2d_grad_input": _conv_grad_input,
     "fully_connected_grad_input": _fc_grad_input,
     "depthwise_conv2d_grad_input": _dw_grad_input,
+    "depthwise_conv2d_grad_weight": _dw_grad_weight,
     "conv2d_grad_weight": _conv_grad_weight,
     "fully_connected_grad_weight": lambda rng: tc.TRAIN_CASES["fully_connected_grad_weight"](
         rng, "int8"),

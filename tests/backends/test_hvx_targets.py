@@ -36,7 +36,8 @@ HVX_SOURCES = sorted((KERNELS_DIR / "hvx").glob("*.c"))
 PATHS = {"conv-direct-packed", "conv-direct-trained", "conv-gathered-packed",
          "conv-gathered-trained", "conv-direct-packed-odd-blocks", "conv-gathered-packed-tail",
          "fc-packed-odd-blocks", "fc-trained-odd-blocks", "fc-dot", "fc-dot-long",
-         "dw-flat-one", "dw-flat-many", "dw-pixel-one", "dw-pixel-many", "avg_pool2d",
+         "dw-flat-one", "dw-flat-many", "dw-pixel-one", "dw-pixel-many", "dw-flat-one-trained",
+         "dw-pixel-many-trained", "avg_pool2d",
          "max_pool2d", "add", "mul"}
 
 
@@ -98,7 +99,7 @@ def test_hvx_kernels_bit_exact_on_the_dsp(name, tmp_path):
 
 # -- the int8 backward --------------------------------------------------------------------------
 N_TRAIN = {"conv2d_grad_input": 60, "fully_connected_grad_input": 40, "conv2d_grad_weight": 60,
-           "depthwise_conv2d_grad_input": 50,
+           "depthwise_conv2d_grad_input": 50, "depthwise_conv2d_grad_weight": 50,
            "fully_connected_grad_weight": 30, "bias_grad": 30, "avg_pool2d_grad": 40,
            "act_mask": 40, "mask_grad": 40, "sgd_update": 120}
 

@@ -3,9 +3,10 @@
  * reference kernels: rows of K values times the packed weights on vrmpy (pe_hvx_gemm.h).
  *
  * Rows: the input pixels themselves for a 1x1 convolution with stride 1, no padding and a
- * multiple of four input channels (and for FC rows of a multiple of four), else each output pixel's receptive field gathered into a row of the scratch
- * (im2col, four rows at a time; padding taps and the tail past K hold the input's zero
- * point, whose products the folded input offset cancels).
+ * multiple of four input channels (and for FC rows of a multiple of four), else each output
+ * pixel's receptive field gathered into a row of the scratch (im2col, four rows at a time;
+ * padding taps and the tail past K hold the input's zero point, whose products the folded
+ * input offset cancels).
  *
  * Scratch (ctx->buf, codegen/backends/hvx.py gemm_scratch): 128 bytes of alignment slack,
  * bias + ksum (OB vectors), the packed weights when the record has none (weights that

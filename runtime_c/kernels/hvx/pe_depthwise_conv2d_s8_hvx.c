@@ -22,9 +22,10 @@
  * offset is folded into the bias (ksum[c] = off * sum of channel c's weights: every tap is
  * present, padding included).
  *
- * Scratch (hvx.py dw_scratch): 128 bytes of slack, patterns * 4 bias vectors, k_h staged rows
- * of ((out_w - 1) * stride_w + (k_w - 1) * dilation_w + 1) * C + 128 bytes, each rounded up
- * to 128.
+ * Scratch (hvx.py dw_scratch): 128 bytes of slack, patterns * 4 bias vectors, the int16
+ * weights when training changes them (patterns * taps * 256 bytes; `weights` and `ksum` are
+ * NULL, `filter` the weights as they are), k_h staged rows of ((out_w - 1) * stride_w +
+ * (k_w - 1) * dilation_w + 1) * C + 128 bytes, each rounded up to 128.
  */
 #include "pe_hvx.h"
 #include "pe_hvx_kernels.h"
@@ -33,8 +34,8 @@ void pe_depthwise_conv2d_s8_hvx(const pe_context *ctx, const pe_dw_conv_params *
                                 const int32_t *rq, const int16_t *weights, const int32_t *ksum,
                                 int32_t flat, int32_t patterns, const pe_dims *input_dims,
                                 const int8_t *input, const pe_dims *filter_dims,
-                                const int32_t *bias, const pe_dims *output_dims,
-                                int8_t *output)
+                                const int8_t *filter, const int32_t *bias,
+                                const pe_dims *output_dims, int8_t *output)
 {
     const int32_t in_h = input_dims->h, in_w = input_dims->w, c_n = input_dims->c;
     const int32_t out_h = output_dims->h, out_w = output_dims->w;
@@ -52,17 +53,39 @@ void pe_depthwise_conv2d_s8_hvx(const pe_context *ctx, const pe_dw_conv_params *
     const HVX_Vector lo = Q6_V_vsplat_R(params->activation.min);
     const HVX_Vector hi = Q6_V_vsplat_R(params->activation.max);
     int32_t *bk = (int32_t *)pe_hvx_align(ctx->buf);
-    int8_t *stage = (int8_t *)(bk + patterns * 4 * 32);
-    int32_t p, l, b, oy, ky, st;
+    int16_t *wbuf = (int16_t *)(bk + patterns * 4 * 32);
+    int8_t *stage = (int8_t *)(void *)(wbuf + (weights != 0 ? 0 : patterns * taps * 128));
+    int32_t p, l, b, oy, ky, st, t;
 
-    /* bias + ksum per pattern, in the accumulators' lane order */
+    /* bias + ksum per pattern, in the accumulators' lane order; weights that training
+     * changes laid out per pattern and tap (as hvx.py dw_layout does for frozen ones) */
     for (p = 0; p < patterns; ++p) {
         for (l = 0; l < 128; ++l) {
             const int32_t lane = flat ? (128 * p + l) % c_n : 128 * p + l;
-            const int32_t v = lane < c_n ? (bias != 0 ? bias[lane] : 0)
-                                           + (ksum != 0 ? ksum[lane] : 0) : 0;
-            bk[(p * 4 + (l & 3)) * 32 + (l >> 2)] = v;
+            uint32_t v = 0u;
+            if (lane < c_n) {
+                v = (uint32_t)(bias != 0 ? bias[lane] : 0);
+                if (ksum != 0) {
+                    v += (uint32_t)ksum[lane];
+                } else {
+                    int32_t sum = 0;
+                    for (t = 0; t < taps; ++t) {
+                        sum += filter[t * c_n + lane];
+                    }
+                    v += (uint32_t)sum * (uint32_t)params->input_offset;
+                }
+            }
+            bk[(p * 4 + (l & 3)) * 32 + (l >> 2)] = (int32_t)v;
+            if (weights == 0) {
+                for (t = 0; t < taps; ++t) {
+                    wbuf[(p * taps + t) * 128 + (l & 1) * 64 + (l >> 1)] =
+                        (int16_t)(lane < c_n ? filter[t * c_n + lane] : 0);
+                }
+            }
         }
+    }
+    if (weights == 0) {
+        weights = wbuf;
     }
     for (b = 0; b < output_dims->n; ++b) {
         for (oy = 0; oy < out_h; ++oy) {

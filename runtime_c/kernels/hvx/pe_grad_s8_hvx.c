@@ -383,6 +383,68 @@ void pe_conv2d_grad_weight_s8_hvx(const pe_context *ctx,
     *dw_exp = *dy_exp;
 }
 
+/* -- depthwise weight gradients --------------------------------------------------------------
+ * dw[ky][kx][j] = sum over the output positions whose tap (ky, kx) lies in the image of
+ * (x + off) * dy at channel c_j: every channel a lane (64 a vector, int16 x + off and dy
+ * widened in order, vmpy into even and odd words), the trained ones picked from the sums
+ * (scratch: 64 int32). Depth multiplier 1. */
+void pe_depthwise_conv2d_grad_weight_s8_hvx(const pe_context *ctx,
+                                            const pe_dw_conv_grad_weight_params *params,
+                                            const int32_t *channels, const pe_dims *x_dims,
+                                            const int8_t *x, const pe_dims *dy_dims,
+                                            const int8_t *dy, const int32_t *dy_exp,
+                                            const pe_dims *dw_dims, int32_t *dw,
+                                            int32_t *dw_exp)
+{
+    const int32_t c_n = x_dims->c, k_w = dw_dims->w, count = dw_dims->c;
+    const HVX_Vector off = Q6_Vh_vsplat_R(params->input_offset);
+    int32_t *sums = (int32_t *)pe_hvx_align(ctx->buf);
+    int32_t ky, kx, c0, j, b, oy, ox;
+    for (ky = 0; ky < dw_dims->h; ++ky) {
+        for (kx = 0; kx < k_w; ++kx) {
+            int32_t jc = 0;                     /* the first trained channel of the chunk */
+            for (c0 = 0; c0 < c_n; c0 += 64) {
+                const int32_t len = c_n - c0 < 64 ? c_n - c0 : 64;
+                HVX_VectorPair acc = Q6_W_vcombine_VV(Q6_V_vzero(), Q6_V_vzero());
+                for (b = 0; b < dy_dims->n; ++b) {
+                    for (oy = 0; oy < dy_dims->h; ++oy) {
+                        const int32_t iy = oy * params->stride.h - params->padding.h
+                                           + ky * params->dilation.h;
+                        if (iy < 0 || iy >= x_dims->h) {
+                            continue;
+                        }
+                        for (ox = 0; ox < dy_dims->w; ++ox) {
+                            const int32_t ix = ox * params->stride.w - params->padding.w
+                                               + kx * params->dilation.w;
+                            HVX_Vector xv, gv;
+                            if (ix < 0 || ix >= x_dims->w) {
+                                continue;
+                            }
+                            xv = Q6_V_lo_W(Q6_Wh_vunpack_Vb(pe_hvx_load_n(
+                                x + ((b * x_dims->h + iy) * x_dims->w + ix) * c_n + c0, len)));
+                            gv = Q6_V_lo_W(Q6_Wh_vunpack_Vb(pe_hvx_load_n(
+                                dy + ((b * dy_dims->h + oy) * dy_dims->w + ox) * c_n + c0,
+                                len)));
+                            acc = Q6_Ww_vmpyacc_WwVhVh(acc, Q6_Vh_vadd_VhVh(xv, off), gv);
+                        }
+                    }
+                }
+                ((pe_hvx_block *)sums)[0] = Q6_V_lo_W(acc);     /* channels c0 + 2i */
+                ((pe_hvx_block *)sums)[1] = Q6_V_hi_W(acc);     /* channels c0 + 2i + 1 */
+                for (j = jc; j < count; ++j) {
+                    const int32_t c = (channels != 0 ? channels[j] : j) - c0;
+                    if (c >= len) {
+                        break;
+                    }
+                    dw[(ky * k_w + kx) * count + j] = sums[(c & 1) * 32 + (c >> 1)];
+                }
+                jc = j;
+            }
+        }
+    }
+    *dw_exp = *dy_exp;
+}
+
 void pe_bias_grad_s8_hvx(int32_t num_rows, int32_t row_size, const int8_t *dy,
                          const int32_t *dy_exp, int32_t *db, int32_t *db_exp)
 {

@@ -43,6 +43,12 @@ PE_HVX_INLINE int32_t pe_hvx_word_at(const int8_t *p)
                      | (uint32_t)b[3] << 24);
 }
 
+/* Word kg of a row (4-byte aligned when `aligned`). */
+PE_HVX_INLINE int32_t pe_hvx_row_word(const int8_t *row, int32_t kg, int aligned)
+{
+    return aligned ? ((const pe_hvx_word *)row)[kg] : pe_hvx_word_at(row + 4 * kg);
+}
+
 /* Pack rows (O, K) of int8 weights into g's layout at dst (OB * KG vectors). */
 static inline void pe_hvx_gemm_pack(int8_t *dst, const int8_t *w, int32_t out_c, int32_t k)
 {
@@ -116,10 +122,10 @@ PE_HVX_INLINE void pe_hvx_gemm_acc(int32_t kgs, const int8_t *const r[4], int al
     int32_t kg;
     for (kg = 0; kg < kgs; ++kg) {
         const HVX_Vector w0 = pe_hvx_loadu(wa + kg * 128);
-        const int32_t x0 = aligned ? ((const pe_hvx_word *)r[0])[kg] : pe_hvx_word_at(r[0] + 4 * kg);
-        const int32_t x1 = aligned ? ((const pe_hvx_word *)r[1])[kg] : pe_hvx_word_at(r[1] + 4 * kg);
-        const int32_t x2 = aligned ? ((const pe_hvx_word *)r[2])[kg] : pe_hvx_word_at(r[2] + 4 * kg);
-        const int32_t x3 = aligned ? ((const pe_hvx_word *)r[3])[kg] : pe_hvx_word_at(r[3] + 4 * kg);
+        const int32_t x0 = pe_hvx_row_word(r[0], kg, aligned);
+        const int32_t x1 = pe_hvx_row_word(r[1], kg, aligned);
+        const int32_t x2 = pe_hvx_row_word(r[2], kg, aligned);
+        const int32_t x3 = pe_hvx_row_word(r[3], kg, aligned);
         const HVX_Vector s0 = Q6_V_vsplat_R(x0), s1 = Q6_V_vsplat_R(x1);
         const HVX_Vector s2 = Q6_V_vsplat_R(x2), s3 = Q6_V_vsplat_R(x3);
         a00 = Q6_Vw_vrmpyacc_VwVbVb(a00, s0, w0);

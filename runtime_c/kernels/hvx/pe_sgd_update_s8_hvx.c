@@ -79,10 +79,12 @@ static void pe_hvx_sgd(const pe_sgd_params *params, const pe_update_dims *dims,
                     s = Q6_V_vmux_QVV(Q6_Q_vcmp_gt_VwVw(acc, zero), i32_max,
                                       Q6_V_vmux_QVV(nz, i32_min, zero));
                 } else if (left > 0) {
-                    const HVX_VectorPred hi_q = Q6_Q_vcmp_gt_VwVw(acc, Q6_V_vsplat_R(INT32_MAX >> left));
-                    const HVX_VectorPred lo_q = Q6_Q_vcmp_gt_VwVw(
-                        Q6_V_vsplat_R((int32_t)((uint32_t)INT32_MIN >> left | ~(UINT32_MAX >> left))),
-                        acc);
+                    /* x > INT32_MAX >> s or x < INT32_MIN >> s (arithmetic): the shift clips */
+                    const int32_t top = INT32_MAX >> left;
+                    const int32_t bottom = (int32_t)((uint32_t)INT32_MIN >> left
+                                                     | ~(UINT32_MAX >> left));
+                    const HVX_VectorPred hi_q = Q6_Q_vcmp_gt_VwVw(acc, Q6_V_vsplat_R(top));
+                    const HVX_VectorPred lo_q = Q6_Q_vcmp_gt_VwVw(Q6_V_vsplat_R(bottom), acc);
                     flag = Q6_Q_or_QQ(hi_q, lo_q);
                     s = Q6_V_vmux_QVV(hi_q, i32_max,
                                       Q6_V_vmux_QVV(lo_q, i32_min, Q6_Vw_vasl_VwR(acc, left)));
