@@ -2,7 +2,7 @@
 
 For every model (with its trainable set), every emulated board and every backend that builds
 for it (ref everywhere; arm, and cmsis-nn where CMSIS-NN is checked out, on cores with DSP or
-MVE; auto: the board's default chain, each op on its cheapest candidate), the
+MVE; hvx on the Hexagon boards; auto: the board's default chain, each op on its cheapest candidate), the
 training firmware is compiled with a few random samples embedded, built with the board's
 toolchain and run on its emulator. Reported: flash, SRAM (arena + parameters + stack reserved;
 stack used), the instructions of one training step by phase (forward, loss, backward, update)
@@ -11,7 +11,7 @@ and on mps2-an386 the ratio to TFLM + CMSIS-NN (:data:`TFLM_CMSIS_NN`). A config
 does not fit the board's budget says by how much.
 
     python -m tests.benchmark_boards [--models digits,kws,vww,ic,ad] [--boards B1,B2]
-                                     [--backends ref,arm,cmsis-nn,auto] [--steps 2] [--json]
+                                     [--backends ref,arm,cmsis-nn,hvx,auto] [--steps 2] [--json]
 
 For arm, the flash the layer specialisation costs: the same project with the out-of-line
 kernels (``compile_model(specialise=False)``, what a build falls back to when flash is short) is
@@ -61,7 +61,7 @@ CASES = {
 }
 BOARDS = ("mps2-an385", "mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547",
           "netduinoplus2", "hexagon-v66", "hexagon-v67")
-BACKENDS = ("ref", "arm", "cmsis-nn")
+BACKENDS = ("ref", "arm", "cmsis-nn", "hvx")
 # Instructions per inference of TFLM built with its pinned CMSIS-NN (-O2) for mps2-an386 under
 # QEMU, counted the same way (a TCG plugin): issue 10 of the project's tracker.
 TFLM_CMSIS_NN = {"board": "mps2-an386", "source": "issue 10 (TFLM + its pinned CMSIS-NN, -O2, "

@@ -64,3 +64,22 @@ def test_memory_benchmark_smoke(tmp_path):
     assert r["sram_default"] - r["sram_auto"] == r["stack_default"] - r["stack_auto"]
     assert r["arena"] >= r["lower_bound"] > 0 and r["params"] > 0
     assert "stack auto" in format_table([r])
+
+
+@pytest.mark.emulator
+def test_hvx_benchmark_smoke():
+    """python -m tests.benchmark_hvx on the digits CNN: both backends, every phase, the
+    per-kind table with the ratio, the targets section."""
+    from tests.benchmark_hvx import format_table, run
+    from tests.targets.helpers import runnable
+
+    runnable("hexagon-v67")
+    rows = run(["digits"], "hexagon-v67", 1)
+    assert [r["backend"] for r in rows] == ["hvx", "ref"]
+    hvx, ref = rows
+    assert all(hvx[p] > 0 for p in ("forward", "backward", "update", "step", "infer"))
+    assert hvx["step"] < ref["step"] and hvx["chain"] == ["hvx", "ref"]
+    kinds = {(k["phase"], k["kind"]) for k in hvx["kinds"]}
+    assert ("forward", "3x3 conv") in kinds and ("backward", "3x3 conv: input gradient") in kinds
+    text = format_table(rows)
+    assert "ref / hvx" in text and "targets (issue 12)" in text
