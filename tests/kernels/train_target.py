@@ -132,17 +132,15 @@ void _start(void)
 }
 """
 
-# Under clang (Hexagon) one function per case, not optimised: at -O2 a harness of a few hundred
+# One function per case, and under clang not optimised: at -O2 a harness of a few hundred
 # cases took clang minutes (the kernels it calls are compiled with the board's flags as
-# usual). Under GCC the cases stay in main, inlined bodies and all, as a generated model calls
-# them from one large step function: the arm backend's Helium stream form gave two of 160
-# cases other bytes on the Cortex-M55 when each call was inlined into a small function of its
-# own (GCC 12; under investigation, the whole models match the golden model on the M55).
+# usual). Calls inlined into small functions of their own also found a GCC 12 scheduling bug
+# in the arm backend's Helium columns (pe_arm_conv.h) that one large main did not show.
 _CASE = r"""
 #if defined(__clang__)
 #define PE_CASE __attribute__((optnone, noinline)) static void
 #else
-#define PE_CASE static inline __attribute__((always_inline)) void
+#define PE_CASE __attribute__((noinline)) static void
 #endif
 """
 
