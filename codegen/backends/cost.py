@@ -31,7 +31,15 @@ from ..ir import Graph, Op
 from ..summary import op_macs
 from .arm import BODIES
 from .base import Target
-from .kernel_call import ArrayArg, ContextArg, KernelCall, ScalarArg, Struct, StructArg
+from .kernel_call import (
+    ArrayArg,
+    ContextArg,
+    KernelCall,
+    ScalarArg,
+    Struct,
+    StructArg,
+    StructArrayArg,
+)
 
 CACHE_FILE = "kernel_costs.json"
 CLOSE = 1.5            # static prices nearer than this factor: measure to choose
@@ -100,6 +108,8 @@ def _signature(value: object) -> object:
         return [value.ctype, [(k, _signature(v)) for k, _, v in value.items()]]
     if isinstance(value, StructArg):
         return _signature(value.value)
+    if isinstance(value, StructArrayArg):
+        return [_signature(v) for v in value.values]
     if isinstance(value, ArrayArg):
         return ["array", value.value.ctype, int(value.value.values.size)]
     if isinstance(value, ScalarArg):

@@ -8,6 +8,8 @@ is one of
                        ``const pe_conv_params *``, ...);
 - :class:`TensorArg`   an IR tensor's data (activation buffer, weight or bias array);
 - :class:`TensorListArg` an array of tensor data pointers (concatenation's inputs);
+- :class:`StructArrayArg` a constant array of parameter structs of one type, by address
+                       (``const pe_stream_stage *``);
 - :class:`ArrayArg`    a constant array computed at compile time (``const int32_t *``);
 - :class:`ScalarArg`   a number passed by value (element counts);
 - :class:`NullArg`     an absent optional pointer (no bias).
@@ -77,6 +79,12 @@ STRUCTS: dict[str, tuple[tuple[str, str], ...]] = {
     "pe_concat_params": (("outer_size", _I32), ("activation", _ACT)),
     "pe_concat_params_f32": (("outer_size", _I32), ("activation", _ACT_F32)),
     "pe_affine_params_f32": (("scale", "float"), ("zero_point", _I32)),
+    "pe_stream_stage": (("kind", _I32), ("params", "pe_dw_conv_params"),
+                        ("quant", "pe_per_channel_quant"), ("filter_dims", "pe_dims"),
+                        ("output_dims", "pe_dims"), ("window", _I32),
+                        ("buffer_offset", _I32), ("buffer_rows", _I32)),
+    "pe_stream_params": (("num_stages", _I32), ("band_rows", _I32), ("residual", _I32),
+                         ("add", "pe_add_params")),
     # training kernels (runtime_c/kernels/pe_train_kernels.h)
     "pe_conv_grad_params": (("stride", "pe_tile"), ("padding", "pe_tile"),
                             ("dilation", "pe_tile")),
@@ -200,6 +208,24 @@ class StructArg(_ConstObjectArg):
     value: Struct
 
 
+@dataclass(frozen=True, eq=False)
+class StructArrayArg:
+    """A pointer to a static const array of structs of type ``struct`` (one per element of
+    ``values``, at least one)."""
+
+    struct: str
+    values: tuple[Struct, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", tuple(self.values))
+        if not self.values or any(v.ctype != self.struct for v in self.values):
+            raise ValueError(f"a struct array needs one or more {self.struct} values")
+
+    @property
+    def ctype(self) -> str:
+        return f"const {self.struct} *"
+
+
 @dataclass(frozen=True)
 class TensorArg:
     tensor: str                       # IR tensor name
@@ -232,7 +258,8 @@ class NullArg:
     ctype: str
 
 
-Arg = ContextArg | StructArg | TensorArg | TensorListArg | ArrayArg | ScalarArg | NullArg
+Arg = (ContextArg | StructArg | StructArrayArg | TensorArg | TensorListArg | ArrayArg | ScalarArg
+       | NullArg)
 
 
 @dataclass(frozen=True, eq=False)
@@ -265,6 +292,9 @@ class KernelCall:
                 out.append((arg_name, arg.value))
             elif isinstance(arg, StructArg):
                 out.extend((f"{arg_name}_{a.name}", a) for a in arg.value.arrays())
+            elif isinstance(arg, StructArrayArg):
+                out.extend((f"{arg_name}{k}_{a.name}", a) for k, v in enumerate(arg.values)
+                           for a in v.arrays())
         return out
 
     def tensors(self) -> tuple[str, ...]:

@@ -36,6 +36,7 @@ from ..backends import (
     ScalarArg,
     Struct,
     StructArg,
+    StructArrayArg,
     TensorArg,
     TensorListArg,
 )
@@ -159,12 +160,20 @@ class _KernelConstants:
         """The name of a static struct holding ``s`` (or ``init``); ``qualifier``: "const",
         or the macro that is "const" unless the build binds arena addresses at run time."""
         text = self.struct_init(s) if init is None else init
-        key = ("s", s.ctype, text)
+        return self._struct(s.ctype, text, qualifier, "")
+
+    def struct_array(self, arr: StructArrayArg) -> str:
+        """The name of a static const array holding the structs of ``arr``."""
+        text = "{" + ", ".join(self.struct_init(v) for v in arr.values) + "}"
+        return self._struct(arr.struct, text, "const", f"[{len(arr.values)}]")
+
+    def _struct(self, ctype: str, text: str, qualifier: str, dims: str) -> str:
+        key = ("s", ctype + dims, text)
         hit = self._index.get(key)
         if hit is None:
-            hit = f"{self.p}_s{len(self.structs)}_{_hint(s.ctype.removeprefix('pe_'))}"
-            self.structs.append({"name": hit, "ctype": s.ctype, "init": text,
-                                 "qualifier": qualifier})
+            hit = f"{self.p}_s{len(self.structs)}_{_hint(ctype.removeprefix('pe_'))}"
+            self.structs.append({"name": hit, "ctype": ctype, "init": text,
+                                 "qualifier": qualifier, "dims": dims})
             self._index[key] = hit
         return hit
 
@@ -289,6 +298,8 @@ class RecordBuilder:
                     args.append(self._context(call, scratch, arena, fn))
                 elif isinstance(arg, StructArg):
                     args.append("&" + self.kconst.struct(arg.value))
+                elif isinstance(arg, StructArrayArg):
+                    args.append(self.kconst.struct_array(arg))
                 elif isinstance(arg, TensorArg):
                     args.append(self._pointer(arg.tensor, arg.ctype, graph, arena, where))
                     used.add(arg.tensor)

@@ -224,6 +224,36 @@ typedef struct {
     int32_t zero_point;
 } pe_affine_params_f32;
 
+/* A stream_chain op (codegen/ir/stream.py): a chain of int8 convolutions run in bands of
+ * output rows. One pe_stream_stage per stage: kind PE_STREAM_CONV (params as
+ * pe_conv_params's fields; ch_mult unused) or PE_STREAM_DEPTHWISE, the stage's requantization,
+ * filter dims, output dims (the whole stage output), window = (k_h - 1) * dilation.h + 1, and
+ * where its output rows are kept: buffer_rows rows from buffer_offset in ctx->buf (every stage
+ * but the last, which writes the op's output). */
+#define PE_STREAM_CONV 0
+#define PE_STREAM_DEPTHWISE 1
+#define PE_STREAM_MAX_STAGES 32
+
+typedef struct {
+    int32_t kind;
+    pe_dw_conv_params params;
+    pe_per_channel_quant quant;
+    pe_dims filter_dims;
+    pe_dims output_dims;
+    int32_t window;
+    int32_t buffer_offset;
+    int32_t buffer_rows;
+} pe_stream_stage;
+
+/* residual: 0 none; 1 output = add(chain, input); 2 output = add(input, chain), with add's
+ * parameters (input1 the first operand). band_rows: output rows per band. */
+typedef struct {
+    int32_t num_stages;
+    int32_t band_rows;
+    int32_t residual;
+    pe_add_params add;
+} pe_stream_params;
+
 /* ------------------------------------------------------------------------------------------
  * Parameter structs of the training kernels (their prototypes: pe_train_kernels.h). Kept here
  * so that codegen/backends/kernel_call.py's STRUCTS mirrors one header.
@@ -485,6 +515,14 @@ void pe_fully_connected_f32(const pe_context *ctx, const pe_fc_params_f32 *param
                             const pe_dims *input_dims, const float *input,
                             const pe_dims *filter_dims, const float *filter, const float *bias,
                             const pe_dims *output_dims, float *output);
+
+/* stream_chain: the chain's output, band by band; ctx->buf holds the stages' row buffers
+ * (pe_stream.h: the band schedule, the same steps as codegen/ir/stream.py band_plan).
+ * filters[j] / biases[j]: stage j's weights and bias. The output must not overlap the input. */
+void pe_stream_chain_s8(const pe_context *ctx, const pe_stream_params *params,
+                        const pe_stream_stage *stages, const int8_t *const *filters,
+                        const int32_t *const *biases, const pe_dims *input_dims,
+                        const int8_t *input, const pe_dims *output_dims, int8_t *output);
 
 /* ------------------------------------------------------------------------------------------
  * Pooling: filter_dims = {1, f_h, f_w, 1}. int8 pooling does not requantize (input and

@@ -26,6 +26,7 @@ from codegen.backends import (
     ScalarArg,
     Struct,
     StructArg,
+    StructArrayArg,
     TensorArg,
     TensorListArg,
     kernel_call,
@@ -165,6 +166,12 @@ class RefKernels:
                 obj = _struct_value(arg.value, keep)
                 keep.append(obj)
                 argv.append(ctypes.addressof(obj))
+                argtypes.append(ctypes.c_void_p)
+            elif isinstance(arg, StructArrayArg):
+                objs = (struct_type(arg.struct) * len(arg.values))(
+                    *[_struct_value(v, keep) for v in arg.values])
+                keep.append(objs)
+                argv.append(ctypes.addressof(objs))
                 argtypes.append(ctypes.c_void_p)
             elif isinstance(arg, TensorArg):
                 arr = values[arg.tensor]
