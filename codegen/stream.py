@@ -31,7 +31,7 @@ bands); ``band_options`` lists what each height costs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,9 +106,10 @@ class _Chain:
     add: Op | None                       # the residual add that may end it
 
 
-def _chains(graph: Graph) -> list[_Chain]:
-    """The maximal chains of stage ops (each output read by the next stage only)."""
-    mutable = _mutable(graph)
+def _chains(graph: Graph, keep: Collection[str] = ()) -> list[_Chain]:
+    """The maximal chains of stage ops (each output read by the next stage only); ops named
+    in ``keep`` are no stage."""
+    mutable = _mutable(graph) | set(keep)
     reached = {str(op.attrs["forward"]) for op in graph.ops
                if op.type in TRAINING_OP_SPECS and op.attrs.get("forward")}
     consumers: dict[str, list[Op]] = {}
@@ -117,7 +118,8 @@ def _chains(graph: Graph) -> list[_Chain]:
             if n:
                 consumers.setdefault(n, []).append(op)
     ends = set(graph.outputs) | set(graph.inputs)
-    ok = {op.name for op in graph.ops if _stage_ok(graph, op, mutable, reached)}
+    ok = {op.name for op in graph.ops
+          if op.name not in keep and _stage_ok(graph, op, mutable, reached)}
 
     def only_reader(t: str) -> Op | None:
         readers = consumers.get(t, [])
@@ -177,6 +179,33 @@ def _partition(graph: Graph, c: _Chain) -> list[tuple[int, int, bool]]:
     return [seg for seg in segs if seg[1] > seg[0]]
 
 
+def _cover(graph: Graph, c: _Chain, seg: tuple[int, int, bool], needed: Collection[str]
+           ) -> tuple[int, int, bool] | None:
+    """The least of segment ``seg`` that still streams every op of it named in ``needed``
+    (the ops whose step alone is over the budget): None when it has none; the residual add
+    only if it is needed itself; a single needed stage with the neighbour that makes the
+    smaller step."""
+    a, b, with_add = seg
+    if with_add and c.add is not None and c.add.name in needed:
+        return seg
+    idx = [i for i in range(a, b + 1) if c.stages[i].name in needed]
+    if not idx:
+        return None
+    lo, hi = min(idx), max(idx)
+    if hi > lo:
+        return lo, hi, False
+    pairs = [(i, i + 1) for i in (lo - 1, lo) if a <= i and i + 1 <= b]
+    if not pairs:
+        return None                      # one stage alone (its add not needed): no gain
+
+    def step(pair: tuple[int, int]) -> int:
+        i, j = pair
+        return (_nb(graph, c.stages[i].inputs[0]) + _nb(graph, c.stages[j].outputs[0])
+                + _scratch(graph, c.stages[i:j + 1]))
+    i, j = min(pairs, key=step)
+    return i, j, False
+
+
 def _fused(graph: Graph, stages: Sequence[Op], add: Op | None, name: str) -> Op:
     recs = []
     for j, op in enumerate(stages):
@@ -202,15 +231,24 @@ def _fused(graph: Graph, stages: Sequence[Op], add: Op | None, name: str) -> Op:
               {"stages": tuple(recs), "residual": residual, "band_rows": 1})
 
 
-def stream_graph(graph: Graph) -> Graph:
+def stream_graph(graph: Graph, *, needed: Collection[str] | None = None,
+                 keep: Collection[str] = ()) -> Graph:
     """``graph`` with its frozen chains fused into stream_chain ops (band_rows 1; see the
-    module docstring); ``graph`` itself when there is none."""
+    module docstring); ``graph`` itself when there is none.
+
+    ``needed``: stream only what these ops need (ops whose step is over a budget unstreamed):
+    each segment shrinks to the least that still holds the needed ops in it (``_cover``),
+    segments without one are left alone. ``keep``: ops never fused (pinned to a kernel)."""
     fused: dict[str, Op] = {}          # last member's name -> the fused op
     gone: set[str] = set()             # member ops
     dropped: set[str] = set()          # intermediate tensors
     used = set(graph.tensors) | {op.name for op in graph.ops}
-    for c in _chains(graph):
-        for a, b, with_add in _partition(graph, c):
+    for c in _chains(graph, keep):
+        segments = _partition(graph, c)
+        if needed is not None:
+            segments = [s for s in (_cover(graph, c, seg, needed) for seg in segments)
+                        if s is not None]
+        for a, b, with_add in segments:
             stages = c.stages[a:b + 1]
             add = c.add if with_add else None
             last = add or stages[-1]

@@ -62,6 +62,7 @@ class LoweredGraph:
     plan: MemoryPlan
     calls: tuple[KernelCall, ...]
     lowering: Any = None              # the backends.Lowering the calls were chosen by
+    stream: Any = None                # what the stream stage streamed (pipeline.plan_project)
 
 
 @dataclass(frozen=True, eq=False)
