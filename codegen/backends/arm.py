@@ -48,6 +48,7 @@ import numpy as np
 
 from ..golden import numerics as nx
 from ..ir import Graph, Op
+from ..ir.stream import band_plan, chain_graph, row_stages
 from .base import Backend, Builder, Target
 from .kernel_call import (
     Arg,
@@ -56,7 +57,9 @@ from .kernel_call import (
     KernelCall,
     NullArg,
     ScalarArg,
+    Struct,
     StructArg,
+    StructArrayArg,
     TensorArg,
 )
 from .params import OpArgs, int32_array, mutable_tensors
@@ -527,6 +530,104 @@ def _add(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     return replace(ref, kernel="pe_add_s8" + SUFFIX, args=args)
 
 
+# -- stream_chain ---------------------------------------------------------------------------------
+# the literal int32 arguments of the bodies (k0, k1, ... in body_call's order), by name
+BODY_LITERALS = {
+    "pe_arm_conv_s8": ("n", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "k_h", "k_w",
+                       "s_h", "s_w", "pad_h", "pad_w", "dil_h", "dil_w", "in_off", "out_off",
+                       "act_min", "act_max"),
+    "pe_arm_dw_s8": ("n", "in_h", "in_w", "chans", "out_h", "out_w", "k_h", "k_w", "s_h", "s_w",
+                     "pad_h", "pad_w", "in_off", "out_off", "act_min", "act_max", "mode"),
+    "pe_arm_add_s8": ("out_mult", "out_shift", "out_off", "act_min", "act_max"),
+}
+STREAM_FORMS = {W16_KERNEL: 0, "pe_arm_conv_s8": 1, "pe_arm_dw_s8": 2}  # PE_STREAM_ARM_*
+
+
+def body_literals(call: KernelCall) -> dict[str, int]:
+    """The literal arguments of a body record (``BODY_LITERALS``) by name."""
+    return {name: int(call.arg(f"k{i}").value)
+            for i, name in enumerate(BODY_LITERALS[call.kernel])}
+
+
+def _array(arg: Arg | None, name: str, ctype: str = "int32_t") -> ConstArray:
+    """A body argument as a struct field: its constant array, or an empty one (NULL) for a
+    tensor, an absent pointer or no argument."""
+    if isinstance(arg, ArrayArg):
+        return arg.value
+    return ConstArray(name, ctype, np.zeros(0, np.int32 if ctype == "int32_t" else np.int8))
+
+
+def _stream_stage(call: KernelCall) -> Struct | None:
+    """``pe_stream_arm_stage`` of a stage's body record (the form its op would run as)."""
+    form = STREAM_FORMS.get(call.kernel)
+    if form is None:
+        return None
+    args = dict(call.args)
+    if call.kernel == W16_KERNEL:
+        mode, off = int(call.arg("mode").value), 0
+    elif call.kernel == "pe_arm_conv_s8":
+        mode, off = int(call.arg("packed").value), body_literals(call)["out_off"]
+    else:
+        lit = body_literals(call)
+        mode, off = lit["mode"], lit["out_off"]
+    filt = args.get("filter") if call.kernel == "pe_arm_conv_s8" else None
+    return Struct("pe_stream_arm_stage", {
+        "form": form, "mode": mode, "output_offset": off,
+        "use_bias": int(isinstance(args.get("bias"), TensorArg)),
+        "words": _array(args.get("stream"), "stream"),
+        "filter": _array(filt, "filter", "int8_t"),
+        "ksum": _array(args.get("ksum"), "ksum"), "rq": _array(args.get("rq"), "rq")})
+
+
+def _stream_chain(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    """stream_chain over the arm bodies: ref's record (its band schedule, stage structs and
+    row buffers) plus, per stage, the form and constants of the body its own op would run
+    (``body_call``: packed weight streams, folded zero points, the fast forms; with
+    ``GENERIC`` the weights as they are) and the residual add's tables; the stage bodies'
+    scratch after the row buffers. None (ref) when arm declines a stage."""
+    if not OpArgs(graph, op, batch).int8_io(1):
+        return None
+    ref = forward_call(graph, op, batch)
+    chain = chain_graph(graph, op)
+    plan = band_plan(row_stages(chain), int(op.attrs["band_rows"]))
+    stages: list[Struct] = []
+    scratch = 0
+    add: dict[str, int] | None = None
+    tables = rq = None
+    for sop in chain.ops:
+        ool = OUT_OF_LINE[sop.type](chain, sop, 1, target)
+        if ool is None:
+            return None
+        body = body_call(ool) if GENERIC in target.features else body_call(ool, chain, target)
+        if sop.type == "add":
+            add, tables, rq = body_literals(body), body.arg("tables"), body.arg("rq")
+            continue
+        st = _stream_stage(body)
+        if st is None:
+            return None
+        stages.append(st)
+        need = body.scratch_bytes
+        if sop.type == "depthwise_conv2d":          # its plane: the largest band's rows
+            lit = body_literals(body)
+            need = depthwise_scratch(plan.max_rows[len(stages) - 1], lit["out_w"], lit["k_h"],
+                                     lit["k_w"], lit["s_h"], lit["s_w"])
+        scratch = max(scratch, need)
+    offset = -(-plan.scratch_bytes // 16) * 16
+    params = Struct("pe_stream_arm_params", {
+        "scratch_offset": offset, "scratch_bytes": scratch,
+        "add_tables": _array(tables, "tables"), "add_rq": _array(rq, "rq"),
+        "add_multiplier": add["out_mult"] if add else 0,
+        "add_shift": add["out_shift"] if add else 0,
+        "add_offset": add["out_off"] if add else 0,
+        "add_activation": Struct("pe_activation", {"min": add["act_min"] if add else 0,
+                                                   "max": add["act_max"] if add else 0})})
+    args = _insert_after(ref.args, "stages", ("arm", StructArg(params)))
+    args = _insert_after(args, "arm", ("arm_stages",
+                                        StructArrayArg("pe_stream_arm_stage", tuple(stages))))
+    return replace(ref, kernel="pe_stream_chain_s8" + SUFFIX, args=args,
+                   scratch_bytes=offset + scratch)
+
+
 OUT_OF_LINE: dict[str, Builder] = {
     "conv2d": _conv2d,
     "depthwise_conv2d": _depthwise_conv2d,
@@ -732,7 +833,7 @@ TRAIN_BUILDERS: dict[str, Builder] = {
 }
 
 BUILDERS: dict[str, Builder] = {**{k: _specialised(b) for k, b in OUT_OF_LINE.items()},
-                                **TRAIN_BUILDERS}
+                                "stream_chain": _stream_chain, **TRAIN_BUILDERS}
 
 ARM = Backend(
     name="arm",

@@ -161,6 +161,7 @@ class BandPlan:
     buffer_offsets: tuple[int, ...]   # where each buffer starts in the kernel's scratch
     scratch_bytes: int                # the buffers (each aligned to BUFFER_ALIGNMENT)
     rows_computed: tuple[int, ...]    # rows each stage computes in all
+    max_rows: tuple[int, ...]         # the most rows a stage computes in one band (one call)
     recomputed_rows: int              # rows computed more than once: 0, rows are carried
     moved_bytes: int                  # bytes of carried rows copied to a buffer's front
 
@@ -181,7 +182,7 @@ def band_plan(stages: Sequence[RowStage], band_rows: int) -> BandPlan:
     if n == 0 or band_rows < 1:
         raise ValueError("band_plan needs at least one stage and band_rows >= 1")
     height = stages[-1].out_h
-    nxt, lo, cap, computed = [0] * n, [0] * n, [0] * n, [0] * n
+    nxt, lo, cap, computed, most = [0] * n, [0] * n, [0] * n, [0] * n, [0] * n
     moved = bands = 0
     for o0 in range(0, height, band_rows):
         bands += 1
@@ -205,6 +206,7 @@ def band_plan(stages: Sequence[RowStage], band_rows: int) -> BandPlan:
                     lo[j] = first
                 cap[j] = max(cap[j], target[j] - lo[j])
             computed[j] += target[j] - nxt[j]
+            most[j] = max(most[j], target[j] - nxt[j])
             nxt[j] = target[j]
     assert nxt[-1] == height
     offsets, off = [], 0
@@ -212,4 +214,4 @@ def band_plan(stages: Sequence[RowStage], band_rows: int) -> BandPlan:
         offsets.append(off)
         off += -(-cap[j] * stages[j].row_bytes // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT
     return BandPlan(band_rows, bands, tuple(cap[:-1]), tuple(offsets), off, tuple(computed),
-                    0, moved)
+                    tuple(most), 0, moved)

@@ -254,6 +254,39 @@ typedef struct {
     pe_add_params add;
 } pe_stream_params;
 
+/* The arm backend's stream_chain (pe_stream_chain_s8_arm, pe_arm_kernels.h) runs each stage
+ * through the body of its arm kernel, as the stage's own op would: per stage the body (form),
+ * its mode bits (w16 and depthwise modes; conv: 1 when `filter` is a packed copy), the
+ * output offset it is given (0 when folded into the constants), and its compile-time arrays
+ * (NULL: not used; filter NULL: the stage's weights as they are); bias from the biases list
+ * when use_bias. The stage bodies share scratch_bytes of ctx->buf from scratch_offset; a
+ * residual add runs pe_arm_add_s8 with add_tables / add_rq and the output stage after them. */
+#define PE_STREAM_ARM_W16 0
+#define PE_STREAM_ARM_CONV 1
+#define PE_STREAM_ARM_DEPTHWISE 2
+
+typedef struct {
+    int32_t form;
+    int32_t mode;
+    int32_t output_offset;
+    int32_t use_bias;
+    const int32_t *words;
+    const int8_t *filter;
+    const int32_t *ksum;
+    const int32_t *rq;
+} pe_stream_arm_stage;
+
+typedef struct {
+    int32_t scratch_offset;
+    int32_t scratch_bytes;
+    const int32_t *add_tables;
+    const int32_t *add_rq;
+    int32_t add_multiplier;
+    int32_t add_shift;
+    int32_t add_offset;
+    pe_activation add_activation;
+} pe_stream_arm_params;
+
 /* ------------------------------------------------------------------------------------------
  * Parameter structs of the training kernels (their prototypes: pe_train_kernels.h). Kept here
  * so that codegen/backends/kernel_call.py's STRUCTS mirrors one header.

@@ -14,23 +14,25 @@
  *   3. with a residual, the band's rows are added to the input's in place.
  * Every row is computed once (the rows a window needs again are carried over).
  *
- * The stage kernels are the caller's (pe_stream_stage_fn, pe_stream_add_fn): the ref kernels
- * in ref/pe_stream_chain_s8.c, so a band computes exactly what the whole op would. */
+ * The stage kernels are the caller's (pe_stream_stage_fn, pe_stream_add_fn, with the caller's
+ * `user` data): the ref kernels in ref/pe_stream_chain_s8.c, the arm bodies in
+ * arm/pe_stream_chain_s8_arm.c, so a band computes exactly what the whole op would. */
 #ifndef PE_STREAM_H
 #define PE_STREAM_H
 
 #include "pe_kernels.h"
 
-/* Produce output_dims->h rows of a stage from input_dims->h rows of its input at `input`,
- * the stage's top padding being `pad_h` (may be negative: rows above were already used). */
-typedef void (*pe_stream_stage_fn)(const pe_context *ctx, const pe_stream_stage *stage,
-                                   int32_t pad_h, const pe_dims *input_dims,
-                                   const int8_t *input, const int8_t *filter,
-                                   const int32_t *bias, const pe_dims *output_dims,
-                                   int8_t *output);
+/* Produce output_dims->h rows of stage `index` from input_dims->h rows of its input at
+ * `input`, the stage's top padding being `pad_h` (negative: the window starts below the
+ * first row given). */
+typedef void (*pe_stream_stage_fn)(const void *user, const pe_context *ctx, int32_t index,
+                                   const pe_stream_stage *stage, int32_t pad_h,
+                                   const pe_dims *input_dims, const int8_t *input,
+                                   const int8_t *filter, const int32_t *bias,
+                                   const pe_dims *output_dims, int8_t *output);
 /* chain[i] = add(chain[i], skip[i]) (in the order params->residual says), i < size */
-typedef void (*pe_stream_add_fn)(const pe_stream_params *params, int32_t size,
-                                 const int8_t *skip, int8_t *chain);
+typedef void (*pe_stream_add_fn)(const void *user, const pe_stream_params *params,
+                                 int32_t size, const int8_t *skip, int8_t *chain);
 
 static inline int32_t pe_stream_min(int32_t a, int32_t b)
 {
@@ -62,7 +64,7 @@ static inline void pe_stream_run(const pe_context *ctx, const pe_stream_params *
                                  const int32_t *const *biases, const pe_dims *input_dims,
                                  const int8_t *input, const pe_dims *output_dims,
                                  int8_t *output, pe_stream_stage_fn stage_fn,
-                                 pe_stream_add_fn add_fn)
+                                 pe_stream_add_fn add_fn, const void *user)
 {
     const int32_t n = params->num_stages;
     const int32_t band = params->band_rows;
@@ -127,10 +129,11 @@ static inline void pe_stream_run(const pe_context *ctx, const pe_stream_params *
                 } else {
                     out = y + r->next * row;
                 }
-                if (j == 0) {
-                    in = x;
-                    in_lo = 0;
-                    in_dims.h = input_dims->h;
+                if (j == 0) {               /* from the first row the window reads */
+                    in_lo = r->next * s->params.stride.h - s->params.padding.h;
+                    in_lo = in_lo < 0 ? 0 : pe_stream_min(in_lo, input_dims->h);
+                    in = x + in_lo * input_dims->w * input_dims->c;
+                    in_dims.h = input_dims->h - in_lo;
                     in_dims.w = input_dims->w;
                     in_dims.c = input_dims->c;
                 } else {
@@ -146,12 +149,13 @@ static inline void pe_stream_run(const pe_context *ctx, const pe_stream_params *
                 out_dims.h = r->target - r->next;
                 out_dims.w = s->output_dims.w;
                 out_dims.c = s->output_dims.c;
-                stage_fn(ctx, s, s->params.padding.h + in_lo - r->next * s->params.stride.h,
-                         &in_dims, in, filters[j], biases[j], &out_dims, out);
+                stage_fn(user, ctx, j, s,
+                         s->params.padding.h + in_lo - r->next * s->params.stride.h, &in_dims,
+                         in, filters[j], biases[j], &out_dims, out);
                 r->next = r->target;
             }
             if (params->residual != 0) {
-                add_fn(params, (rows[n - 1].target - o0) * out_row, x + o0 * out_row,
+                add_fn(user, params, (rows[n - 1].target - o0) * out_row, x + o0 * out_row,
                        y + o0 * out_row);
             }
         }

@@ -6,10 +6,11 @@ declines)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from codegen.backends import Target, kernel_call
-from codegen.backends.arm import ARM, body_call, out_of_line
+from codegen.backends.arm import ARM, GENERIC, body_call, out_of_line
 from codegen.ir import Graph, Op
 from tests.kernels.c_runner import INCLUDES, KERNELS_DIR, compile_objects
 
@@ -27,6 +28,9 @@ def arm_record(graph: Graph, op: Op, batch: int = 1, target: Target | None = Non
         return ARM.build(graph, op, batch, target or Target())
     if form == "arm-helium":
         return ARM.build(graph, op, batch, HELIUM)
+    if op.type == "stream_chain":         # no out-of-line form: its stages' plain bodies
+        t = target or Target()
+        return ARM.build(graph, op, batch, replace(t, features=t.features | {GENERIC}))
     ool = out_of_line(graph, op, batch, target)
     if ool is None or form == "arm-ool":
         return ool

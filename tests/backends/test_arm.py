@@ -149,7 +149,7 @@ def test_w16_forms_follow_the_bias_and_the_bound():
 def test_builders_take_and_decline():
     rng = np.random.default_rng(0)
     taken = {}
-    for op_type in arm_cases.OPS:
+    for op_type in arm.OUT_OF_LINE:            # stream_chain: test_stream_chain_record
         n = 0
         for graph, _, batch in arm_cases.iter_cases(op_type, 120):
             call = arm_record(graph, graph.ops[0], batch)
@@ -182,6 +182,34 @@ def test_builders_take_and_decline():
     dw_dil, _ = _dw(rng, 1, (3, 3), 3, dilation=(2, 1))
     assert arm.ARM.build(dw_dil, dw_dil.ops[0], 1, Target()) is None
     assert kernel_call(mult, mult.ops[0]).backend == "ref"
+
+
+def test_stream_chain_record():
+    """A stream_chain op runs its stages as the bodies their own ops would (the same forms,
+    packed streams and folded constants), its row buffers first in the scratch, the bodies'
+    scratch after them; a chain with a stage arm declines goes to ref whole."""
+    from codegen.ir.stream import chain_graph
+
+    taken = 0
+    for graph, _, batch in arm_cases.iter_cases("stream_chain", 60):
+        op = graph.ops[0]
+        call = arm_record(graph, op, batch)
+        ref = kernel_call(graph, op, batch)
+        chain = chain_graph(graph, op)
+        alone = [arm.ARM.build(chain, o, 1, Target()) for o in chain.ops]
+        if call is None:
+            assert None in alone and ref.kernel == "pe_stream_chain_s8"
+            continue
+        taken += 1
+        assert call.kernel == "pe_stream_chain_s8_arm" and None not in alone
+        stages = call.arg("arm_stages").values
+        assert [arm.STREAM_FORMS[c.kernel] for c in alone if c.kernel in arm.STREAM_FORMS] \
+            == [st.values["form"] for st in stages]
+        params = call.arg("arm").value.values
+        assert params["scratch_offset"] >= ref.scratch_bytes
+        assert call.scratch_bytes == params["scratch_offset"] + params["scratch_bytes"]
+        assert [n for n, _ in call.args][:4] == ["ctx", "params", "stages", "arm"]
+    assert taken > 30
 
 
 def test_depthwise_may_write_over_its_input_and_fc_packs_constant_weights():

@@ -29,7 +29,8 @@ from .arm_helpers import arm_record
 pytestmark = pytest.mark.emulator
 
 BOARDS = ("mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547")
-N_PER_OP = {"conv2d": 160, "depthwise_conv2d": 90, "fully_connected": 50, "add": 30}
+N_PER_OP = {"conv2d": 160, "depthwise_conv2d": 90, "fully_connected": 50, "add": 30,
+            "stream_chain": 40}
 IMAGE_BYTES = 160 * 1024                  # case data per image (the M55's TCMs are 512 KiB)
 CASES_PER_IMAGE = 120                     # inlined bodies: keep one file's compile short
 PATHS = {"conv-c4", "conv-c-any-tail", "conv-c4-odd-pixels", "conv-c4-odd-c", "dw-3x3-s1",
@@ -69,7 +70,9 @@ def _run(board: Board, cases: list[tuple], target: Target, out: Path) -> list[tu
     out.mkdir(parents=True, exist_ok=True)
     harness = out / "cases.c"
     harness.write_text(src.replace("@ENTRY@", '#include "pe_runtime.h"'))
-    elf = cross_compile(board, [harness], [KERNELS_DIR, KERNELS_DIR / "arm"], out,
+    # the bodies are inlined; stream_chain's driver is a file of its own
+    stream = KERNELS_DIR / "arm" / "pe_stream_chain_s8_arm.c"
+    elf = cross_compile(board, [harness, stream], [KERNELS_DIR, KERNELS_DIR / "arm"], out,
                         ["-std=c99"], name="arm_cases")
     res = run_on_emulator(board, elf, timeout=600)
     assert res.ok, (res.exit_code, res.fault, res.stderr[-2000:])
@@ -86,6 +89,7 @@ def test_arm_kernels_bit_exact_on_the_core(name, tmp_path):
     assert len(cases) > 150
     reached = {c[3] for c in cases}
     assert PATHS <= reached, PATHS - reached
+    assert sum(p.startswith("stream-") and "ref" not in p for p in reached) >= 10
     assert {c[4] for c in cases} == {"arm", "arm-plain"}
     bad: dict[str, int] = {}
     for k, chunk in enumerate(chunk_cases(cases, IMAGE_BYTES, CASES_PER_IMAGE)):

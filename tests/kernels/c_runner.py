@@ -123,10 +123,10 @@ def _struct_value(value: Struct, keep: list) -> ctypes.Structure:
     for fname, ctype, v in value.items():
         if isinstance(v, Struct):
             setattr(obj, fname, _struct_value(v, keep))
-        elif hasattr(v, "values") and hasattr(v, "ctype"):      # ConstArray
+        elif hasattr(v, "values") and hasattr(v, "ctype"):      # ConstArray (empty: NULL)
             arr = np.ascontiguousarray(v.values)
             keep.append(arr)
-            setattr(obj, fname, arr.ctypes.data)
+            setattr(obj, fname, arr.ctypes.data if arr.size else None)
         elif ctype == "float":
             setattr(obj, fname, float(v))
         else:

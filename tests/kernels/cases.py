@@ -366,11 +366,13 @@ def reshape_case(rng: Rng) -> Case:
             int(rng.integers(1, 3)))
 
 
-def chain_graph(rng: Rng, residual: bool | None = None) -> tuple[Graph, list[str], str | None]:
+def chain_graph(rng: Rng, residual: bool | None = None, arm: bool = False
+                ) -> tuple[Graph, list[str], str | None]:
     """A random int8 chain of 1-4 conv2d / depthwise_conv2d ops (kernel heights 1-7, strides
     1-2, dilation 1-2, any padding and activation; with a residual add of the chain's input:
     stride 1, SAME padding, the input's channels at the end) as a plain graph, with the names
-    of its stages and of the add (or None) — what the stream pass fuses."""
+    of its stages and of the add (or None) — what the stream pass fuses. ``arm``: what the
+    arm kernels take (depth multiplier 1, no dilation)."""
     residual = bool(rng.random() < 0.35) if residual is None else residual
     while True:
         g = Graph(name="chain")
@@ -384,7 +386,7 @@ def chain_graph(rng: Rng, residual: bool | None = None) -> tuple[Graph, list[str
             dw = bool(rng.random() < 0.45) and not (residual and last and cur.shape[3] != c)
             k = (int(rng.choice([1, 1, 2, 3, 3, 5, 7])), int(rng.choice([1, 2, 3, 5])))
             stride = (1, 1) if residual else _pair(rng, 1, 2)
-            dil = (1, 1) if rng.random() < 0.8 else _pair(rng, 1, 2)
+            dil = (1, 1) if rng.random() < 0.8 or arm else _pair(rng, 1, 2)
             hw = cur.shape[1:3]
             if residual:
                 pads = tuple(int(v) for v in (*same_padding(hw[0], k[0], 1, dil[0])[1:],
@@ -397,7 +399,7 @@ def chain_graph(rng: Rng, residual: bool | None = None) -> tuple[Graph, list[str
                 break
             ci = cur.shape[3]
             if dw:
-                mult = 1 if residual and last else int(rng.integers(1, 3))
+                mult = 1 if (residual and last) or arm else int(rng.integers(1, 3))
                 o = ci * mult
                 wt = _weights(rng, (1, *k, o), 3, "int8", per_channel=rng.random() < 0.8)
             else:
@@ -431,12 +433,12 @@ def chain_graph(rng: Rng, residual: bool | None = None) -> tuple[Graph, list[str
             return verify(g), names, add
 
 
-def stream_chain_case(rng: Rng) -> Case:
+def stream_chain_case(rng: Rng, arm: bool = False) -> Case:
     """A random chain (``chain_graph``) fused into one stream_chain op with a random band
     height."""
     from codegen.stream import fuse
 
-    g, names, add = chain_graph(rng)
+    g, names, add = chain_graph(rng, arm=arm)
     height = g.tensors[g.outputs[0]].shape[1]
     band = int(rng.choice([1, 1, 2, 3, height, int(rng.integers(1, height + 1))]))
     return verify(fuse(g, names, add, band_rows=min(band, height))), int(rng.integers(1, 3))

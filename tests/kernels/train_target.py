@@ -28,7 +28,9 @@ from codegen.backends import (
     ScalarArg,
     Struct,
     StructArg,
+    StructArrayArg,
     TensorArg,
+    TensorListArg,
     kernel_call,
 )
 from codegen.golden.train_kernels import build_train_kernel
@@ -210,6 +212,8 @@ def struct_init(s: Struct, arrays: list[str], prefix: str) -> str:
     for fname, ctype, v in s.items():
         if isinstance(v, Struct):
             parts.append(struct_init(v, arrays, f"{prefix}_{fname}"))
+        elif isinstance(v, ConstArray) and not v.values.size:  # as the renderer: NULL
+            parts.append("0")
         elif isinstance(v, ConstArray):
             name = f"{prefix}_{fname}"
             arrays.append(_array(name, np.asarray(v.values), True))
@@ -303,6 +307,20 @@ def render_cases(cases: Sequence[tuple[Graph, list]], record: Record = training_
                 decls.extend(arrays)
                 decls.append(f"static const {arg.value.ctype} {sname} = {init};")
                 args.append(f"&{sname}")
+            elif isinstance(arg, StructArrayArg):
+                sname = f"c{i}_s{k}"
+                arrays = []
+                inits = [struct_init(v, arrays, f"{sname}_{e}") for e, v in enumerate(arg.values)]
+                decls.extend(arrays)
+                decls.append(f"static const {arg.struct} {sname}[{len(inits)}] = "
+                             f"{{{', '.join(inits)}}};")
+                args.append(sname)
+            elif isinstance(arg, TensorListArg):
+                lname = f"c{i}_l{k}"
+                elem = arg.ctype.strip()[:-1].strip()            # 'const int8_t *const'
+                decls.append(f"static {elem} {lname}[{len(arg.tensors)}] = "
+                             f"{{{', '.join(tnames[t] for t in arg.tensors)}}};")
+                args.append(lname)
             elif isinstance(arg, TensorArg):
                 args.append(tnames[arg.tensor])
             elif isinstance(arg, ArrayArg):

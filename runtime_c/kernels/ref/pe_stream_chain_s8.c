@@ -4,13 +4,16 @@
 #include "pe_kernels.h"
 #include "pe_stream.h"
 
-static void pe_stream_stage_ref(const pe_context *ctx, const pe_stream_stage *stage,
-                                int32_t pad_h, const pe_dims *input_dims, const int8_t *input,
+static void pe_stream_stage_ref(const void *user, const pe_context *ctx, int32_t index,
+                                const pe_stream_stage *stage, int32_t pad_h,
+                                const pe_dims *input_dims, const int8_t *input,
                                 const int8_t *filter, const int32_t *bias,
                                 const pe_dims *output_dims, int8_t *output)
 {
     const pe_dw_conv_params *s = &stage->params;
+    (void)user;
     (void)ctx;
+    (void)index;
     /* field by field (a struct copy may become a memcpy call, and kernels have no libc) */
     if (stage->kind == PE_STREAM_DEPTHWISE) {
         pe_dw_conv_params p;
@@ -44,10 +47,11 @@ static void pe_stream_stage_ref(const pe_context *ctx, const pe_stream_stage *st
     }
 }
 
-static void pe_stream_add_ref(const pe_stream_params *params, int32_t size, const int8_t *skip,
-                              int8_t *chain)
+static void pe_stream_add_ref(const void *user, const pe_stream_params *params, int32_t size,
+                              const int8_t *skip, int8_t *chain)
 {
     pe_dims d;
+    (void)user;
     d.n = 1;
     d.h = 1;
     d.w = 1;
@@ -65,5 +69,5 @@ void pe_stream_chain_s8(const pe_context *ctx, const pe_stream_params *params,
                         const int8_t *input, const pe_dims *output_dims, int8_t *output)
 {
     pe_stream_run(ctx, params, stages, filters, biases, input_dims, input, output_dims, output,
-                  pe_stream_stage_ref, pe_stream_add_ref);
+                  pe_stream_stage_ref, pe_stream_add_ref, 0);
 }
