@@ -276,9 +276,11 @@ def fuse(graph: Graph, stages: Sequence[str], add: str | None = None,
     stream_chain op, whatever the pass would choose (tests; ValueError when they are not a
     chain it could fuse)."""
     ops = {op.name: op for op in graph.ops}
-    chain = next((c for c in _chains(graph) if c.stages[0].name == stages[0]), None)
-    if chain is None or [op.name for op in chain.stages[:len(stages)]] != list(stages) \
-            or (add is not None and (len(stages) != len(chain.stages) or chain.add is None
+    chain = next((c for c in _chains(graph) if stages[0] in [o.name for o in c.stages]), None)
+    names = [o.name for o in chain.stages] if chain is not None else []
+    at = names.index(stages[0]) if chain is not None else 0
+    if chain is None or names[at:at + len(stages)] != list(stages) \
+            or (add is not None and (len(stages) != len(names) or chain.add is None
                                      or chain.add.name != add)):
         raise ValueError(f"{list(stages)} (+ {add}) is not a chain the stream pass can fuse")
     members = [ops[n] for n in stages]
