@@ -148,7 +148,9 @@ def _chains(graph: Graph, keep: Collection[str] = ()) -> list[_Chain]:
 
 
 def _scratch(graph: Graph, stages: Sequence[Op]) -> int:
-    return band_plan([_row_stage(graph, op) for op in stages], 1).scratch_bytes
+    """The scratch of a stream_chain of ``stages`` at one row per band (ref's kernel)."""
+    p = band_plan([_row_stage(graph, op) for op in stages], 1)
+    return p.scratch_bytes + p.state_bytes
 
 
 def _partition(graph: Graph, c: _Chain) -> list[tuple[int, int, bool]]:
@@ -173,7 +175,7 @@ def _partition(graph: Graph, c: _Chain) -> list[tuple[int, int, bool]]:
     if c.add is not None:
         y, z = s[-1].outputs[0], c.add.outputs[0]
         peak = max(peak, _nb(graph, y) + keep_x + _nb(graph, z))
-        whole = _nb(graph, x) + _nb(graph, z) + (_scratch(graph, s) if n > 1 else 0)
+        whole = _nb(graph, x) + _nb(graph, z) + _scratch(graph, s)
         if (whole, 1) <= (peak, count):
             return [(0, n - 1, True)]
     return [seg for seg in segs if seg[1] > seg[0]]

@@ -19,8 +19,8 @@ fp32 backward, the forward in at most 32 M).
 
 ``--backend`` and ``--stream`` (the stream stage: ``auto``, the default, streams the frozen
 chains of convolutions whose intermediates set the arena in row bands; ``off`` =
-``compile --no-stream``; docs/memory.md) take comma-separated lists (one row each). A per-call profiling build of the
-same project gives, per layer kind (pointwise, depthwise, k x k conv, FC, their input and
+``compile --no-stream``; docs/memory.md) take comma-separated lists (one row each). A
+per-call profiling build of the same project gives, per layer kind (pointwise, depthwise, k x k conv, FC, their input and
 weight gradients, updates, the rest), instructions per MAC next to the bound (MACs/2 for the
 int8 forward, where SMLAD does two multiply-accumulates; MACs for the fp32 backward, one
 VMLA.F32 each); ``--no-kinds`` skips it; ``--ops N`` lists the N most expensive calls. When the plan does

@@ -612,7 +612,7 @@ def _stream_chain(graph: Graph, op: Op, batch: int, target: Target) -> KernelCal
             need = depthwise_scratch(plan.max_rows[len(stages) - 1], lit["out_w"], lit["k_h"],
                                      lit["k_w"], lit["s_h"], lit["s_w"])
         scratch = max(scratch, need)
-    offset = -(-plan.scratch_bytes // 16) * 16
+    offset = -(-ref.scratch_bytes // 16) * 16          # after the row buffers and state
     params = Struct("pe_stream_arm_params", {
         "scratch_offset": offset, "scratch_bytes": scratch,
         "add_tables": _array(tables, "tables"), "add_rq": _array(rq, "rq"),

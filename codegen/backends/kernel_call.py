@@ -84,7 +84,7 @@ STRUCTS: dict[str, tuple[tuple[str, str], ...]] = {
                         ("output_dims", "pe_dims"), ("window", _I32),
                         ("buffer_offset", _I32), ("buffer_rows", _I32)),
     "pe_stream_params": (("num_stages", _I32), ("band_rows", _I32), ("residual", _I32),
-                         ("add", "pe_add_params")),
+                         ("state_offset", _I32), ("add", "pe_add_params")),
     "pe_stream_arm_stage": (("form", _I32), ("mode", _I32), ("output_offset", _I32),
                             ("use_bias", _I32), ("words", "const int32_t *"),
                             ("filter", "const int8_t *"), ("ksum", "const int32_t *"),

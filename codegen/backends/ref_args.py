@@ -412,8 +412,8 @@ def _relu6(view: OpArgs) -> KernelCall:
 def _stream_chain(view: OpArgs) -> KernelCall:
     """The chain's stages as the ref records of their own ops (ir.stream.chain_graph): their
     parameter structs, requantization and dims become the pe_stream_stage array, the residual
-    add's parameters pe_stream_params.add; the row buffers of ir.stream.band_plan are the
-    kernel's scratch."""
+    add's parameters pe_stream_params.add; the row buffers of ir.stream.band_plan and then the
+    schedule's state are the kernel's scratch."""
     view.dtypes(("int8", "int8"))
     chain = chain_graph(view.graph, view.op)
     plan = band_plan(row_stages(chain), int(view.attr("band_rows")))
@@ -448,7 +448,7 @@ def _stream_chain(view: OpArgs) -> KernelCall:
             "activation": activation(0, 0)})
     params = Struct("pe_stream_params", {"num_stages": len(stages),
                                          "band_rows": plan.band_rows, "residual": residual,
-                                         "add": add})
+                                         "state_offset": plan.scratch_bytes, "add": add})
     x, out = view.x(), view.out()
     rec = call(view, "pe_stream_chain_s8", [
         ("ctx", ContextArg()), ("params", StructArg(params)),
@@ -458,7 +458,7 @@ def _stream_chain(view: OpArgs) -> KernelCall:
         ("input_dims", StructArg(dims(view.shape(x)))), ("input", tensor_arg(x)),
         ("output_dims", StructArg(dims(view.shape(out)))),
         ("output", tensor_arg(out, write=True))])
-    return replace(rec, scratch_bytes=plan.scratch_bytes)
+    return replace(rec, scratch_bytes=plan.scratch_bytes + plan.state_bytes)
 
 
 CALL_BUILDERS: dict[str, Callable[[OpArgs], KernelCall]] = {

@@ -42,6 +42,7 @@ from .graph import Graph, Op, QuantParams, Role, Tensor
 STREAM_OP = "stream_chain"
 STAGE_TYPES = ("conv2d", "depthwise_conv2d")
 BUFFER_ALIGNMENT = 16           # every row buffer starts at a multiple of this in the scratch
+STATE_BYTES = 12                # the schedule's state per stage (pe_stream.h pe_stream_rows)
 
 
 def stage_inputs(op: Op, j: int) -> tuple[str, str]:
@@ -160,6 +161,7 @@ class BandPlan:
     buffer_rows: tuple[int, ...]      # rows of stage j's output its buffer holds (j < n-1)
     buffer_offsets: tuple[int, ...]   # where each buffer starts in the kernel's scratch
     scratch_bytes: int                # the buffers (each aligned to BUFFER_ALIGNMENT)
+    state_bytes: int                  # then the schedule's state (aligned)
     rows_computed: tuple[int, ...]    # rows each stage computes in all
     max_rows: tuple[int, ...]         # the most rows a stage computes in one band (one call)
     recomputed_rows: int              # rows computed more than once: 0, rows are carried
@@ -213,5 +215,6 @@ def band_plan(stages: Sequence[RowStage], band_rows: int) -> BandPlan:
     for j in range(n - 1):
         offsets.append(off)
         off += -(-cap[j] * stages[j].row_bytes // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT
-    return BandPlan(band_rows, bands, tuple(cap[:-1]), tuple(offsets), off, tuple(computed),
-                    tuple(most), 0, moved)
+    state = -(-n * STATE_BYTES // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT
+    return BandPlan(band_rows, bands, tuple(cap[:-1]), tuple(offsets), off, state,
+                    tuple(computed), tuple(most), 0, moved)

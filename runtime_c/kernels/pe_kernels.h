@@ -246,11 +246,13 @@ typedef struct {
 } pe_stream_stage;
 
 /* residual: 0 none; 1 output = add(chain, input); 2 output = add(input, chain), with add's
- * parameters (input1 the first operand). band_rows: output rows per band. */
+ * parameters (input1 the first operand). band_rows: output rows per band; state_offset:
+ * where in ctx->buf the schedule keeps its three int32 per stage (after the row buffers). */
 typedef struct {
     int32_t num_stages;
     int32_t band_rows;
     int32_t residual;
+    int32_t state_offset;
     pe_add_params add;
 } pe_stream_params;
 

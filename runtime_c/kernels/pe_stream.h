@@ -52,7 +52,8 @@ static inline void pe_stream_carry(int8_t *buf, int32_t lo, int32_t first, int32
 }
 
 /* What the schedule knows of one stage: the next row it produces, the first row its buffer
- * holds (rows [lo, next)) and the rows it must have produced by the end of the band. */
+ * holds (rows [lo, next)) and the rows it must have produced by the end of the band. One per
+ * stage at params->state_offset in ctx->buf (not on the stack). */
 typedef struct {
     int32_t next;
     int32_t lo;
@@ -72,12 +73,13 @@ static inline void pe_stream_run(const pe_context *ctx, const pe_stream_params *
     const int32_t in_image = input_dims->h * input_dims->w * input_dims->c;
     const int32_t out_row = output_dims->w * output_dims->c;
     int8_t *scratch = ctx != 0 ? (int8_t *)ctx->buf : 0;
-    pe_stream_rows rows[PE_STREAM_MAX_STAGES];   /* not zeroed with a loop: no memset */
+    pe_stream_rows *rows;
     int32_t b, j, o0;
 
-    if (n < 1 || n > PE_STREAM_MAX_STAGES || band < 1 || (n > 1 && scratch == 0)) {
+    if (n < 1 || n > PE_STREAM_MAX_STAGES || band < 1 || scratch == 0) {
         return;                     /* not a record codegen makes */
     }
+    rows = (pe_stream_rows *)(void *)(scratch + params->state_offset);
     for (b = 0; b < input_dims->n; ++b) {
         const int8_t *x = input + b * in_image;
         int8_t *y = output + b * out_h * out_row;

@@ -14,6 +14,51 @@ typedef struct {
     const pe_stream_arm_stage *stages;
 } pe_stream_arm_user;
 
+/* One function per body (not inlined into one another): only the running body's frame is on
+ * the stack. */
+#if defined(__GNUC__)
+#define PE_STREAM_BODY static __attribute__((noinline)) void
+#else
+#define PE_STREAM_BODY static void
+#endif
+
+PE_STREAM_BODY pe_stream_w16(const pe_context *ctx, const pe_stream_arm_stage *a,
+                             const pe_stream_stage *stage, int32_t pad_h, const pe_dims *in,
+                             const int8_t *input, const int32_t *bias, const pe_dims *out,
+                             int8_t *output)
+{
+    const pe_dw_conv_params *p = &stage->params;
+    pe_arm_conv_w16_s8(ctx, input, a->words, bias, a->mode, output, 1, in->h, in->w, in->c,
+                       out->h, out->w, out->c, stage->filter_dims.h, stage->filter_dims.w,
+                       p->stride.h, p->stride.w, pad_h, p->padding.w, p->dilation.h,
+                       p->dilation.w, p->input_offset);
+}
+
+PE_STREAM_BODY pe_stream_conv(const pe_context *ctx, const pe_stream_arm_stage *a,
+                              const pe_stream_stage *stage, int32_t pad_h, const pe_dims *in,
+                              const int8_t *input, const int8_t *filter, const int32_t *bias,
+                              const pe_dims *out, int8_t *output)
+{
+    const pe_dw_conv_params *p = &stage->params;
+    pe_arm_conv_s8(ctx, input, a->filter != 0 ? a->filter : filter, a->mode, bias, a->rq,
+                   output, 1, in->h, in->w, in->c, out->h, out->w, out->c,
+                   stage->filter_dims.h, stage->filter_dims.w, p->stride.h, p->stride.w, pad_h,
+                   p->padding.w, p->dilation.h, p->dilation.w, p->input_offset,
+                   a->output_offset, p->activation.min, p->activation.max);
+}
+
+PE_STREAM_BODY pe_stream_dw(const pe_context *ctx, const pe_stream_arm_stage *a,
+                            const pe_stream_stage *stage, int32_t pad_h, const pe_dims *in,
+                            const int8_t *input, const int8_t *filter, const int32_t *bias,
+                            const pe_dims *out, int8_t *output)
+{
+    const pe_dw_conv_params *p = &stage->params;
+    pe_arm_dw_s8(ctx, input, filter, bias, a->ksum, a->rq, output, 1, in->h, in->w, in->c,
+                 out->h, out->w, stage->filter_dims.h, stage->filter_dims.w, p->stride.h,
+                 p->stride.w, pad_h, p->padding.w, p->input_offset, a->output_offset,
+                 p->activation.min, p->activation.max, a->mode);
+}
+
 static void pe_stream_stage_arm(const void *user, const pe_context *ctx, int32_t index,
                                 const pe_stream_stage *stage, int32_t pad_h,
                                 const pe_dims *in, const int8_t *input, const int8_t *filter,
@@ -21,27 +66,16 @@ static void pe_stream_stage_arm(const void *user, const pe_context *ctx, int32_t
 {
     const pe_stream_arm_user *u = (const pe_stream_arm_user *)user;
     const pe_stream_arm_stage *a = &u->stages[index];
-    const pe_dw_conv_params *p = &stage->params;
     const int32_t *b = a->use_bias ? bias : 0;
     pe_context sub;
     sub.buf = (int8_t *)ctx->buf + u->arm->scratch_offset;
     sub.size = u->arm->scratch_bytes;
     if (a->form == PE_STREAM_ARM_W16) {
-        pe_arm_conv_w16_s8(&sub, input, a->words, b, a->mode, output, 1, in->h, in->w, in->c,
-                           out->h, out->w, out->c, stage->filter_dims.h, stage->filter_dims.w,
-                           p->stride.h, p->stride.w, pad_h, p->padding.w, p->dilation.h,
-                           p->dilation.w, p->input_offset);
+        pe_stream_w16(&sub, a, stage, pad_h, in, input, b, out, output);
     } else if (a->form == PE_STREAM_ARM_CONV) {
-        pe_arm_conv_s8(&sub, input, a->filter != 0 ? a->filter : filter, a->mode, b, a->rq,
-                       output, 1, in->h, in->w, in->c, out->h, out->w, out->c,
-                       stage->filter_dims.h, stage->filter_dims.w, p->stride.h, p->stride.w,
-                       pad_h, p->padding.w, p->dilation.h, p->dilation.w, p->input_offset,
-                       a->output_offset, p->activation.min, p->activation.max);
+        pe_stream_conv(&sub, a, stage, pad_h, in, input, filter, b, out, output);
     } else {
-        pe_arm_dw_s8(&sub, input, filter, b, a->ksum, a->rq, output, 1, in->h, in->w, in->c,
-                     out->h, out->w, stage->filter_dims.h, stage->filter_dims.w, p->stride.h,
-                     p->stride.w, pad_h, p->padding.w, p->input_offset, a->output_offset,
-                     p->activation.min, p->activation.max, a->mode);
+        pe_stream_dw(&sub, a, stage, pad_h, in, input, filter, b, out, output);
     }
 }
 
