@@ -34,6 +34,8 @@ from .base import Target
 from .kernel_call import (
     ArrayArg,
     ContextArg,
+    ExprArg,
+    FunctionArg,
     KernelCall,
     ScalarArg,
     Struct,
@@ -110,6 +112,10 @@ def _signature(value: object) -> object:
         return _signature(value.value)
     if isinstance(value, StructArrayArg):
         return [_signature(v) for v in value.values]
+    if isinstance(value, FunctionArg):
+        return ["fn", [[c.kernel, [(n, _signature(a)) for n, a in c.args]] for c in value.cases]]
+    if isinstance(value, ExprArg):
+        return ["expr", value.expr]
     if isinstance(value, ArrayArg):
         return ["array", value.value.ctype, int(value.value.values.size)]
     if isinstance(value, ScalarArg):

@@ -448,7 +448,9 @@ def _stream_chain(view: OpArgs) -> KernelCall:
             "activation": activation(0, 0)})
     params = Struct("pe_stream_params", {"num_stages": len(stages),
                                          "band_rows": plan.band_rows, "residual": residual,
-                                         "state_offset": plan.scratch_bytes, "add": add})
+                                         "state_offset": plan.scratch_bytes,
+                                         "kernel_scratch_offset": 0,
+                                         "kernel_scratch_bytes": 0, "add": add})
     x, out = view.x(), view.out()
     rec = call(view, "pe_stream_chain_s8", [
         ("ctx", ContextArg()), ("params", StructArg(params)),

@@ -77,7 +77,7 @@ def runtime_files(calls: Iterable[KernelCall] | None = None) -> dict[str, bytes]
     if calls is None:
         needed = sorted(root.rglob("*.c"))
     else:
-        kernels = sorted({c.kernel for c in calls})
+        kernels = sorted({k for c in calls for k in c.callees()})
         missing = index.missing(kernels)
         if missing:
             raise ValueError(f"kernels {missing} are defined nowhere in {root}")

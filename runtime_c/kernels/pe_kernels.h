@@ -247,22 +247,47 @@ typedef struct {
 
 /* residual: 0 none; 1 output = add(chain, input); 2 output = add(input, chain), with add's
  * parameters (input1 the first operand). band_rows: output rows per band; state_offset:
- * where in ctx->buf the schedule keeps its three int32 per stage (after the row buffers). */
+ * where in ctx->buf the schedule keeps its three int32 per stage (after the row buffers);
+ * kernel_scratch_offset / _bytes: the part of ctx->buf the stage kernels get as theirs. */
 typedef struct {
     int32_t num_stages;
     int32_t band_rows;
     int32_t residual;
     int32_t state_offset;
+    int32_t kernel_scratch_offset;
+    int32_t kernel_scratch_bytes;
     pe_add_params add;
 } pe_stream_params;
 
-/* The arm backend's stream_chain (pe_stream_chain_s8_arm, pe_arm_kernels.h) runs each stage
- * through the body of its arm kernel, as the stage's own op would: per stage the body (form),
- * its mode bits (w16 and depthwise modes; conv: 1 when `filter` is a packed copy), the
+/* One step of a stream_chain's band schedule (pe_stream.h), as its stage function gets it:
+ * stage `index` produces out_dims.h rows into `output` from in_dims.h rows of its input at
+ * `input` with top padding pad_h (negative: the window starts below the rows given);
+ * index == num_stages: the residual add of `size` values, `input` the input's rows and
+ * `output` the chain's, added in place. ctx: the stage kernels' scratch. */
+typedef struct {
+    const void *user;
+    const pe_context *ctx;
+    int32_t index;
+    const pe_stream_stage *stage;
+    int32_t pad_h;
+    pe_dims in_dims;
+    const int8_t *input;
+    const int8_t *filter;
+    const int32_t *bias;
+    pe_dims out_dims;
+    int8_t *output;
+    int32_t size;
+} pe_stream_call;
+
+typedef void (*pe_stream_fn)(const pe_stream_call *call);
+
+/* The arm backend's out-of-line stream_chain (pe_stream_chain_s8_arm, pe_arm_kernels.h) runs
+ * each stage through the body of its arm kernel with run-time shapes: per stage the body
+ * (form), its mode bits (w16 and depthwise modes; conv: 1 when `filter` is a packed copy), the
  * output offset it is given (0 when folded into the constants), and its compile-time arrays
  * (NULL: not used; filter NULL: the stage's weights as they are); bias from the biases list
- * when use_bias. The stage bodies share scratch_bytes of ctx->buf from scratch_offset; a
- * residual add runs pe_arm_add_s8 with add_tables / add_rq and the output stage after them. */
+ * when use_bias; a residual add runs pe_arm_add_s8 with add_tables / add_rq and the output
+ * stage after them. */
 #define PE_STREAM_ARM_W16 0
 #define PE_STREAM_ARM_CONV 1
 #define PE_STREAM_ARM_DEPTHWISE 2
@@ -279,8 +304,6 @@ typedef struct {
 } pe_stream_arm_stage;
 
 typedef struct {
-    int32_t scratch_offset;
-    int32_t scratch_bytes;
     const int32_t *add_tables;
     const int32_t *add_rq;
     int32_t add_multiplier;

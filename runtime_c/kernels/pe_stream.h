@@ -8,31 +8,22 @@
  *   2. from the first stage on, a stage with rows to produce drops from its row buffer the
  *      rows the next stage no longer reads (above the top of its first window this band),
  *      copying the rest to the buffer's front, and appends its new rows: one call of the
- *      stage's kernel over its input rows (the chain's input, or the previous buffer) with
- *      the top padding shifted so that the kernel sees the rows where they are; rows outside
- *      what it is given are exactly the padding rows, which the kernels skip as always;
+ *      stage's kernel over its input rows (from the first row its window reads: the chain's
+ *      input, or the previous buffer) with the top padding shifted so that the kernel sees
+ *      the rows where they are; rows outside what it is given are exactly the padding rows,
+ *      which the kernels skip as always;
  *   3. with a residual, the band's rows are added to the input's in place.
  * Every row is computed once (the rows a window needs again are carried over).
  *
- * The stage kernels are the caller's (pe_stream_stage_fn, pe_stream_add_fn, with the caller's
- * `user` data): the ref kernels in ref/pe_stream_chain_s8.c, the arm bodies in
- * arm/pe_stream_chain_s8_arm.c, so a band computes exactly what the whole op would. */
+ * The stage kernels are the caller's: `fn` gets one pe_stream_call (pe_kernels.h) per stage
+ * step and per residual add, with the caller's `user` data. ref/pe_stream_chain_s8.c calls the
+ * ref kernels, arm/pe_stream_chain_s8_arm.c the arm bodies with run-time shapes, and a
+ * generated model's stage function (arm/pe_stream_chain_fn.c) the arm bodies specialised for
+ * each stage's shapes: the same arithmetic as the whole op, so the same bytes. */
 #ifndef PE_STREAM_H
 #define PE_STREAM_H
 
 #include "pe_kernels.h"
-
-/* Produce output_dims->h rows of stage `index` from input_dims->h rows of its input at
- * `input`, the stage's top padding being `pad_h` (negative: the window starts below the
- * first row given). */
-typedef void (*pe_stream_stage_fn)(const void *user, const pe_context *ctx, int32_t index,
-                                   const pe_stream_stage *stage, int32_t pad_h,
-                                   const pe_dims *input_dims, const int8_t *input,
-                                   const int8_t *filter, const int32_t *bias,
-                                   const pe_dims *output_dims, int8_t *output);
-/* chain[i] = add(chain[i], skip[i]) (in the order params->residual says), i < size */
-typedef void (*pe_stream_add_fn)(const void *user, const pe_stream_params *params,
-                                 int32_t size, const int8_t *skip, int8_t *chain);
 
 static inline int32_t pe_stream_min(int32_t a, int32_t b)
 {
@@ -60,12 +51,12 @@ typedef struct {
     int32_t target;
 } pe_stream_rows;
 
+/* filters / biases: per stage, handed to `fn` (NULL lists: none) */
 static inline void pe_stream_run(const pe_context *ctx, const pe_stream_params *params,
                                  const pe_stream_stage *stages, const int8_t *const *filters,
                                  const int32_t *const *biases, const pe_dims *input_dims,
                                  const int8_t *input, const pe_dims *output_dims,
-                                 int8_t *output, pe_stream_stage_fn stage_fn,
-                                 pe_stream_add_fn add_fn, const void *user)
+                                 int8_t *output, pe_stream_fn fn, const void *user)
 {
     const int32_t n = params->num_stages;
     const int32_t band = params->band_rows;
@@ -74,12 +65,20 @@ static inline void pe_stream_run(const pe_context *ctx, const pe_stream_params *
     const int32_t out_row = output_dims->w * output_dims->c;
     int8_t *scratch = ctx != 0 ? (int8_t *)ctx->buf : 0;
     pe_stream_rows *rows;
+    pe_context sub;
+    pe_stream_call call;
     int32_t b, j, o0;
 
     if (n < 1 || n > PE_STREAM_MAX_STAGES || band < 1 || scratch == 0) {
         return;                     /* not a record codegen makes */
     }
     rows = (pe_stream_rows *)(void *)(scratch + params->state_offset);
+    sub.buf = scratch + params->kernel_scratch_offset;
+    sub.size = params->kernel_scratch_bytes;
+    call.user = user;
+    call.ctx = &sub;
+    call.in_dims.n = 1;
+    call.out_dims.n = 1;
     for (b = 0; b < input_dims->n; ++b) {
         const int8_t *x = input + b * in_image;
         int8_t *y = output + b * out_h * out_row;
@@ -106,11 +105,7 @@ static inline void pe_stream_run(const pe_context *ctx, const pe_stream_params *
                 const pe_stream_stage *s = &stages[j];
                 pe_stream_rows *r = &rows[j];
                 const int32_t row = s->output_dims.w * s->output_dims.c;
-                pe_dims in_dims;
-                pe_dims out_dims;
-                const int8_t *in;
                 int32_t in_lo;
-                int8_t *out;
                 if (r->target <= r->next) {
                     continue;
                 }
@@ -127,38 +122,44 @@ static inline void pe_stream_run(const pe_context *ctx, const pe_stream_params *
                     if (r->target - r->lo > s->buffer_rows) {
                         return;             /* band_plan sized the buffers: cannot happen */
                     }
-                    out = buf + (r->next - r->lo) * row;
+                    call.output = buf + (r->next - r->lo) * row;
                 } else {
-                    out = y + r->next * row;
+                    call.output = y + r->next * row;
                 }
                 if (j == 0) {               /* from the first row the window reads */
                     in_lo = r->next * s->params.stride.h - s->params.padding.h;
                     in_lo = in_lo < 0 ? 0 : pe_stream_min(in_lo, input_dims->h);
-                    in = x + in_lo * input_dims->w * input_dims->c;
-                    in_dims.h = input_dims->h - in_lo;
-                    in_dims.w = input_dims->w;
-                    in_dims.c = input_dims->c;
+                    call.input = x + in_lo * input_dims->w * input_dims->c;
+                    call.in_dims.h = input_dims->h - in_lo;
+                    call.in_dims.w = input_dims->w;
+                    call.in_dims.c = input_dims->c;
                 } else {
                     const pe_stream_stage *p = &stages[j - 1];
-                    in = scratch + p->buffer_offset;
                     in_lo = rows[j - 1].lo;
-                    in_dims.h = rows[j - 1].next - in_lo;
-                    in_dims.w = p->output_dims.w;
-                    in_dims.c = p->output_dims.c;
+                    call.input = scratch + p->buffer_offset;
+                    call.in_dims.h = rows[j - 1].next - in_lo;
+                    call.in_dims.w = p->output_dims.w;
+                    call.in_dims.c = p->output_dims.c;
                 }
-                in_dims.n = 1;
-                out_dims.n = 1;
-                out_dims.h = r->target - r->next;
-                out_dims.w = s->output_dims.w;
-                out_dims.c = s->output_dims.c;
-                stage_fn(user, ctx, j, s,
-                         s->params.padding.h + in_lo - r->next * s->params.stride.h, &in_dims,
-                         in, filters[j], biases[j], &out_dims, out);
+                call.index = j;
+                call.stage = s;
+                call.pad_h = s->params.padding.h + in_lo - r->next * s->params.stride.h;
+                call.filter = filters != 0 ? filters[j] : 0;
+                call.bias = biases != 0 ? biases[j] : 0;
+                call.out_dims.h = r->target - r->next;
+                call.out_dims.w = s->output_dims.w;
+                call.out_dims.c = s->output_dims.c;
+                call.size = 0;
+                fn(&call);
                 r->next = r->target;
             }
             if (params->residual != 0) {
-                add_fn(user, params, (rows[n - 1].target - o0) * out_row, x + o0 * out_row,
-                       y + o0 * out_row);
+                call.index = n;
+                call.stage = 0;
+                call.input = x + o0 * out_row;
+                call.output = y + o0 * out_row;
+                call.size = (rows[n - 1].target - o0) * out_row;
+                fn(&call);
             }
         }
     }

@@ -186,7 +186,7 @@ def path(graph: Graph, batch: int, form: str = "arm") -> str:
                                               "rest" if units % 4 else "",
                                               "tail" if depth % 4 else ""]))
     if op.type == "stream_chain":              # the forms of its stages, in order
-        call = arm.ARM.build(graph, op, batch, Target())
+        call = arm.stream_out_of_line(graph, op, batch, Target())
         forms = {v: k for k, v in arm.STREAM_FORMS.items()}
         names = [forms[st.values["form"]].removeprefix("pe_arm_").removesuffix("_s8")
                  for st in call.arg("arm_stages").values] if call is not None else ["ref"]

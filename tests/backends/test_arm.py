@@ -186,29 +186,44 @@ def test_builders_take_and_decline():
 
 def test_stream_chain_record():
     """A stream_chain op runs its stages as the bodies their own ops would (the same forms,
-    packed streams and folded constants), its row buffers first in the scratch, the bodies'
-    scratch after them; a chain with a stage arm declines goes to ref whole."""
+    packed streams and folded constants): in a generated model through a stage function whose
+    cases call them with every shape a literal but the band's rows and padding, out of line
+    through pe_stream_arm_stage structs; the bodies' scratch after the row buffers and state.
+    A chain with a stage arm declines goes to ref whole."""
+    from codegen.backends import ExprArg, FunctionArg
     from codegen.ir.stream import chain_graph
 
     taken = 0
     for graph, _, batch in arm_cases.iter_cases("stream_chain", 60):
         op = graph.ops[0]
-        call = arm_record(graph, op, batch)
+        ool = arm_record(graph, op, batch)
         ref = kernel_call(graph, op, batch)
         chain = chain_graph(graph, op)
         alone = [arm.ARM.build(chain, o, 1, Target()) for o in chain.ops]
-        if call is None:
+        if ool is None:
             assert None in alone and ref.kernel == "pe_stream_chain_s8"
+            assert arm.ARM.build(graph, op, batch, Target()) is None
             continue
         taken += 1
-        assert call.kernel == "pe_stream_chain_s8_arm" and None not in alone
-        stages = call.arg("arm_stages").values
+        assert ool.kernel == "pe_stream_chain_s8_arm" and None not in alone
+        stages = ool.arg("arm_stages").values
         assert [arm.STREAM_FORMS[c.kernel] for c in alone if c.kernel in arm.STREAM_FORMS] \
             == [st.values["form"] for st in stages]
-        params = call.arg("arm").value.values
-        assert params["scratch_offset"] >= ref.scratch_bytes
-        assert call.scratch_bytes == params["scratch_offset"] + params["scratch_bytes"]
-        assert [n for n, _ in call.args][:4] == ["ctx", "params", "stages", "arm"]
+        params = ool.arg("params").value.values
+        assert params["kernel_scratch_offset"] >= ref.scratch_bytes
+        assert ool.scratch_bytes == params["kernel_scratch_offset"] + \
+            params["kernel_scratch_bytes"]
+        assert [n for n, _ in ool.args][:4] == ["ctx", "params", "stages", "arm"]
+        fn_call = arm.ARM.build(graph, op, batch, Target())
+        fn = fn_call.arg("fn")
+        assert fn_call.kernel == "pe_stream_chain_s8_arm_fn" and isinstance(fn, FunctionArg)
+        assert [c.kernel for c in fn.cases] == [c.kernel for c in alone]
+        assert fn_call.scratch_bytes == ool.scratch_bytes
+        for case in fn.cases:
+            exprs = {a.expr for _, a in case.args if isinstance(a, ExprArg)}
+            assert {"c->input", "c->output"} <= exprs
+            if case.kernel != "pe_arm_add_s8":
+                assert {"c->ctx", "c->in_dims.h", "c->out_dims.h", "c->pad_h"} <= exprs
     assert taken > 30
 
 

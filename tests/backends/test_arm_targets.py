@@ -48,7 +48,7 @@ def _cases(target: Target) -> list[tuple]:
         for k, (graph, feeds, batch) in enumerate(
                 arm_cases.iter_cases(op_type, N_PER_OP[op_type], seed=29)):
             form = "arm" if k % 2 == 0 else "arm-plain"
-            if arm_record(graph, graph.ops[0], batch, target, form) is None:
+            if arm_record(graph, graph.ops[0], batch, target, form, True) is None:
                 continue
             out.append((graph, [feeds[n] for n in graph.inputs], batch,
                         arm_cases.path(graph, batch, form), form))
@@ -60,7 +60,7 @@ def _run(board: Board, cases: list[tuple], target: Target, out: Path) -> list[tu
 
     def record(graph, inputs):
         batch, form = info[id(graph)]
-        return arm_record(graph, graph.ops[0], batch, target, form)
+        return arm_record(graph, graph.ops[0], batch, target, form, specialised=True)
 
     def expected(graph, inputs):
         return {graph.ops[0].outputs[0]: golden.run(graph, *inputs)[0]}
@@ -70,9 +70,11 @@ def _run(board: Board, cases: list[tuple], target: Target, out: Path) -> list[tu
     out.mkdir(parents=True, exist_ok=True)
     harness = out / "cases.c"
     harness.write_text(src.replace("@ENTRY@", '#include "pe_runtime.h"'))
-    # the bodies are inlined; stream_chain's driver is a file of its own
-    stream = KERNELS_DIR / "arm" / "pe_stream_chain_s8_arm.c"
-    elf = cross_compile(board, [harness, stream], [KERNELS_DIR, KERNELS_DIR / "arm"], out,
+    # the bodies are inlined; stream_chain's drivers are files of their own (the stage
+    # function form, and the out-of-line form over the weights as they are)
+    streams = [KERNELS_DIR / "arm" / f for f in ("pe_stream_chain_fn.c",
+                                                 "pe_stream_chain_s8_arm.c")]
+    elf = cross_compile(board, [harness, *streams], [KERNELS_DIR, KERNELS_DIR / "arm"], out,
                         ["-std=c99"], name="arm_cases")
     res = run_on_emulator(board, elf, timeout=600)
     assert res.ok, (res.exit_code, res.fault, res.stderr[-2000:])

@@ -4,18 +4,26 @@
 #include "pe_kernels.h"
 #include "pe_stream.h"
 
-static void pe_stream_stage_ref(const void *user, const pe_context *ctx, int32_t index,
-                                const pe_stream_stage *stage, int32_t pad_h,
-                                const pe_dims *input_dims, const int8_t *input,
-                                const int8_t *filter, const int32_t *bias,
-                                const pe_dims *output_dims, int8_t *output)
+static void pe_stream_ref(const pe_stream_call *c)
 {
-    const pe_dw_conv_params *s = &stage->params;
-    (void)user;
-    (void)ctx;
-    (void)index;
+    const pe_stream_params *params = (const pe_stream_params *)c->user;
+    const pe_dw_conv_params *s;
+    if (c->stage == 0) {                        /* the residual add, in place */
+        pe_dims d;
+        d.n = 1;
+        d.h = 1;
+        d.w = 1;
+        d.c = c->size;
+        if (params->residual == 1) {
+            pe_add_s8(&params->add, &d, c->output, &d, c->input, &d, c->output);
+        } else {
+            pe_add_s8(&params->add, &d, c->input, &d, c->output, &d, c->output);
+        }
+        return;
+    }
+    s = &c->stage->params;
     /* field by field (a struct copy may become a memcpy call, and kernels have no libc) */
-    if (stage->kind == PE_STREAM_DEPTHWISE) {
+    if (c->stage->kind == PE_STREAM_DEPTHWISE) {
         pe_dw_conv_params p;
         p.input_offset = s->input_offset;
         p.output_offset = s->output_offset;
@@ -23,13 +31,14 @@ static void pe_stream_stage_ref(const void *user, const pe_context *ctx, int32_t
         p.stride.w = s->stride.w;
         p.stride.h = s->stride.h;
         p.padding.w = s->padding.w;
-        p.padding.h = pad_h;
+        p.padding.h = c->pad_h;
         p.dilation.w = s->dilation.w;
         p.dilation.h = s->dilation.h;
         p.activation.min = s->activation.min;
         p.activation.max = s->activation.max;
-        pe_depthwise_conv2d_s8(0, &p, &stage->quant, input_dims, input, &stage->filter_dims,
-                               filter, bias, output_dims, output);
+        pe_depthwise_conv2d_s8(0, &p, &c->stage->quant, &c->in_dims, c->input,
+                               &c->stage->filter_dims, c->filter, c->bias, &c->out_dims,
+                               c->output);
     } else {
         pe_conv_params p;
         p.input_offset = s->input_offset;
@@ -37,29 +46,13 @@ static void pe_stream_stage_ref(const void *user, const pe_context *ctx, int32_t
         p.stride.w = s->stride.w;
         p.stride.h = s->stride.h;
         p.padding.w = s->padding.w;
-        p.padding.h = pad_h;
+        p.padding.h = c->pad_h;
         p.dilation.w = s->dilation.w;
         p.dilation.h = s->dilation.h;
         p.activation.min = s->activation.min;
         p.activation.max = s->activation.max;
-        pe_conv2d_s8(0, &p, &stage->quant, input_dims, input, &stage->filter_dims, filter,
-                     bias, output_dims, output);
-    }
-}
-
-static void pe_stream_add_ref(const void *user, const pe_stream_params *params, int32_t size,
-                              const int8_t *skip, int8_t *chain)
-{
-    pe_dims d;
-    (void)user;
-    d.n = 1;
-    d.h = 1;
-    d.w = 1;
-    d.c = size;
-    if (params->residual == 1) {
-        pe_add_s8(&params->add, &d, chain, &d, skip, &d, chain);
-    } else {
-        pe_add_s8(&params->add, &d, skip, &d, chain, &d, chain);
+        pe_conv2d_s8(0, &p, &c->stage->quant, &c->in_dims, c->input, &c->stage->filter_dims,
+                     c->filter, c->bias, &c->out_dims, c->output);
     }
 }
 
@@ -69,5 +62,5 @@ void pe_stream_chain_s8(const pe_context *ctx, const pe_stream_params *params,
                         const int8_t *input, const pe_dims *output_dims, int8_t *output)
 {
     pe_stream_run(ctx, params, stages, filters, biases, input_dims, input, output_dims, output,
-                  pe_stream_stage_ref, pe_stream_add_ref, 0);
+                  pe_stream_ref, params);
 }
