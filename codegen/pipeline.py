@@ -158,8 +158,9 @@ def plan_project(graph: Graph, tg: Graph | None, board: Any = None, backend: str
       when that plan misses the budget); nothing when streaming does not lower the arena.
 
     Band heights: per stream_chain op, among the heights whose row buffers keep its step
-    within the budget, the one with the fewest rows recomputed (none: they are carried over),
-    then the fewest bytes carried between bands and the fewest bands. Pinned ops are never
+    within the budget (from one row up, to the first that does not), the one with the fewest
+    rows recomputed (none: they are carried over), then the fewest bytes carried between
+    bands and the fewest bands. Pinned ops are never
     fused. Each LoweredGraph's ``stream`` says what it streamed (``stream_info``)."""
     mode = stream_mode(streaming)
     keep = set(pins or {})
@@ -213,12 +214,13 @@ def _choose_bands(lg: LoweredGraph, budget: int,
         backend = get_backend(call.backend)
         room = budget - s.live_bytes[step[op.name]] + align_up(call.scratch_bytes, 16)
         best = None
-        for p in band_options(g, op):
+        for p in band_options(g, op):            # taller bands need more: up to the budget
             rec = backend.build(g, op.replace(attrs={**op.attrs, "band_rows": p.band_rows}), 1,
                                 lg.lowering.target)
-            if rec is not None and align_up(rec.scratch_bytes, 16) <= room:
-                key = (p.recomputed_rows, p.moved_bytes, p.bands)
-                best = min(best or (key, p.band_rows), (key, p.band_rows))
+            if rec is None or align_up(rec.scratch_bytes, 16) > room:
+                break
+            key = (p.recomputed_rows, p.moved_bytes, p.bands)
+            best = min(best or (key, p.band_rows), (key, p.band_rows))
         if best is not None and best[1] != op.attrs["band_rows"]:
             bands[op.name] = best[1]
     if not bands:
