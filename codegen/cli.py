@@ -551,7 +551,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .fit import prepare_model
     from .memplan import plot_plan
     from .pipeline import (
-        beside_training,
         check_device_budget,
         check_pins,
         kernel_costs,
