@@ -269,7 +269,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                       shuffle=not args.no_shuffle, progress=progress,
                       profile_ops=args.profile_ops, timeout=args.timeout, keep_dir=args.keep,
                       board=args.board, backend=args.backend, measure=not args.no_measure,
-                      check_graph=check)
+                      check_graph=check, stream="off" if args.no_stream else "auto")
     finally:
         bar.close()
     if out is not None:
@@ -551,12 +551,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .fit import prepare_model
     from .memplan import plot_plan
     from .pipeline import (
-        beside_training,
         check_device_budget,
         check_pins,
         kernel_costs,
         own_board_file,
         plan_lowered,
+        plan_project,
         resolve_board,
         resolve_spec,
         training_graph,
@@ -571,7 +571,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     cost = kernel_costs(graph, board, chain_for(board, args.backend),
                         measure=not args.no_measure,
                         board_file=own_board_file(args.board) if args.board else None)
-    infer = plan_lowered(graph, board, args.backend, cost=cost)
+    streaming = "off" if args.no_stream else "auto"
+    infer, _ = plan_project(graph, None, board, args.backend, cost=cost, streaming=streaming)
     target, train, unordered = infer, None, None
     if args.train:
         from .train import build_training_graph
@@ -580,14 +581,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
         pins = dict(spec.kernels or {})
         tg = training_graph(graph, spec)
         check_pins(pins, graph, tg)
-        infer = plan_lowered(beside_training(graph, tg), board, args.backend, cost=cost)
-        train = target = plan_lowered(tg, board, args.backend, pins, cost)
+        infer, train = plan_project(graph, tg, board, args.backend, pins, cost, streaming)
+        target = train
         unordered = plan_lowered(build_training_graph(graph, spec, reorder=False), board,
                                  args.backend, pins, cost).plan
     plan = target.plan
     result = plan.to_json()
     result["backend"] = {"requested": args.backend, "chain": list(target.lowering.chain)}
     result["kernels"] = target.lowering.table()
+    result["stream"] = target.stream
+    if train is not None:
+        result["infer_stream"] = infer.stream
     if unordered is not None:
         result["peak_bytes_without_reordering"] = unordered.peak_bytes
     if args.plot:
@@ -603,11 +607,33 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(json.dumps(result))
         return 0
     print(plan.describe())
+    for line in stream_lines(target.stream):
+        print(line)
     if unordered is not None:
         print(f"arena without update reordering: {unordered.peak_bytes:,} B")
     if args.kernels:
         print(format_kernel_table(result["kernels"]))
     return 0
+
+
+def stream_lines(info: dict | None) -> list[str]:
+    """What the stream stage did to one graph, as printed by plan and compile."""
+    if not info:
+        return []
+    chains = info["chains"]
+    base = info["unstreamed"]
+    if not chains:
+        why = "off" if info["mode"] == "off" else "nothing lowers the arena"
+        return [f"streamed: none ({why})"]
+    lines = [f"streamed in row bands: {plural(len(chains), 'chain')} "
+             f"({sum(len(c['ops']) for c in chains)} ops); arena {base['arena_bytes']:,} -> "
+             f"{info['arena_bytes']:,} B, lower bound {base['lower_bound_bytes']:,} -> "
+             f"{info['lower_bound_bytes']:,} B (--no-stream: off)"]
+    for c in chains:
+        lines.append(f"  {c['op']}: {c['bands']} bands of {c['band_rows']} rows, row buffers "
+                     f"{c['scratch_bytes']:,} B instead of {c['intermediate_bytes']:,} B of "
+                     f"intermediates ({c['backend']}:{c['kernel']})")
+    return lines
 
 
 def format_kernel_rows(rows: list[dict]) -> list[tuple[str, ...]]:
@@ -685,7 +711,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
                              force=args.force, data=args.data, evals=args.eval,
                              epochs=1 if args.epochs is None else args.epochs, seed=args.seed,
                              shuffle=not args.no_shuffle, measure=not args.no_measure,
-                             stack=args.stack, progress=progress)
+                             stack=args.stack, stream="off" if args.no_stream else "auto",
+                             progress=progress)
         bar.step()
     finally:
         bar.close()
@@ -700,6 +727,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
     print(f"wrote {proj.dir}: {what} for board {m['board']}, prefix {m['prefix']}, "
           f"{len(m['files'])} files; arena {mem['arena_bytes']:,} B, parameters "
           f"{mem['params_bytes']:,} B, constants {mem['constant_bytes']:,} B")
+    streams = mem.get("stream") or {}
+    for line in stream_lines(streams.get("train") or streams.get("infer")):
+        print(line)
     dev = m.get("device") or {}
     if "stack_measured_bytes" in dev:
         print(f"stack: {dev['stack_bytes']:,} B reserved, measured high-water mark "
@@ -825,6 +855,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stream_option(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--no-stream", action="store_true",
+                    help="materialize every activation whole: no frozen chain of convolutions "
+                    "is run in row bands (by default those whose intermediates set the arena "
+                    "are; docs/memory.md)")
+
+
 def _backend_option(sp: argparse.ArgumentParser) -> None:
     from .backends import CHOICES
 
@@ -897,6 +934,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--keep", metavar="DIR", help="boards: build the firmware in DIR and keep "
                     "it (default: a temporary directory)")
     _backend_option(sp)
+    _stream_option(sp)
     sp.add_argument("--calib", help=".npz with calibration inputs for a float model "
                     "(default: the first 100 training samples)")
     sp.add_argument("--seed", type=int, default=0, help="sample order seed")
@@ -919,6 +957,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--plot", metavar="FILE", help="draw the plan (.svg, or .png with "
                     "matplotlib)")
     _backend_option(sp)
+    _stream_option(sp)
     sp.add_argument("--kernels", action="store_true", help="list each op's kernel "
                     "candidates, their cost, the choice and its scratch")
     sp.add_argument("--csv", metavar="FILE", help="write the per-op table of --kernels as CSV "
@@ -1025,6 +1064,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=int, default=0, help="sample order seed")
     sp.add_argument("--no-shuffle", action="store_true", help="visit samples in file order")
     _backend_option(sp)
+    _stream_option(sp)
     sp.add_argument("--prefix", default="pe", help="prefix of every generated C symbol")
     sp.add_argument("--stack", metavar="BYTES|auto", help="device boards: the stack the "
                     "firmware reserves (default: the board's); auto: measured on the "

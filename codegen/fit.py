@@ -31,6 +31,8 @@ from .pipeline import (
     run_device,
     run_host_fit,
     run_host_infer,
+    stream,
+    stream_mode,
 )
 from .report import save_run_record
 from .run.device import DEFAULT_TIMEOUT
@@ -86,7 +88,8 @@ def fit_model(model: str | Path | Graph, spec: Any,
               profile_ops: bool = False, timeout: float | None = None,
               keep_dir: str | Path | None = None, board: str | None = None,
               backend: str = "auto", measure: bool = True,
-              check_graph: Callable[[Graph], None] | None = None) -> dict[str, Any]:
+              check_graph: Callable[[Graph], None] | None = None,
+              stream: Any = "auto") -> dict[str, Any]:
     """Fine-tune `model` on `train` with the training `spec` on `engine`; evaluate on `evals`.
 
     Samples are visited one per step, in a fresh `numpy.random.default_rng(seed)` permutation
@@ -104,6 +107,9 @@ def fit_model(model: str | Path | Graph, spec: Any,
     board's default). Every chain computes the same bits; the golden engine ignores it.
     ``check_graph``: called with the (quantized) model before any training, e.g. to refuse
     early a model the requested export format cannot hold.
+    ``stream``: the stream stage (``pipeline.plan_project``: auto | on | off) of the generated
+    C; the golden engine runs every chain the pass fuses as one stream_chain op unless it is
+    ``off``. Streaming never changes a result: the same losses and parameters either way.
     """
     target = _engine_board(engine)
     if board is not None:
@@ -128,8 +134,9 @@ def fit_model(model: str | Path | Graph, spec: Any,
         x_ev = fit_input(graph, x_ev, "evaluation data x")
         ev = (x_ev, targets_for(graph, spec.loss, x_ev, y_ev, "evaluation data"))
     tg = build_training_graph(graph, spec)
+    streaming = stream_mode(stream)
     job = FitJob(graph, spec, tg, TrainState.from_graph(tg), x_tr, t_tr, ev, epochs, seed,
-                 shuffle, progress, backend)
+                 shuffle, progress, backend, streaming)
     if target is not None:
         run = _run_board(job, target, profile_ops=profile_ops, timeout=timeout,
                          keep_dir=keep_dir, measure=measure, board_arg=engine)
@@ -190,6 +197,7 @@ class FitJob:
     shuffle: bool
     progress: Callable[[int, int, float], None] | None
     backend: str = "auto"
+    stream: str = "auto"              # the stream stage (pipeline.plan_project)
 
     def evaluate(self, outputs: np.ndarray) -> dict:
         assert self.evals is not None
@@ -226,13 +234,15 @@ class EngineRun:
 
 
 def _run_golden(job: FitJob) -> EngineRun:
-    """fit on the NumPy golden model."""
-    before = job.evaluate(predict(job.tg, job.state, job.evals[0])) if job.evals else {}
+    """fit on the NumPy golden model (every chain the stream pass fuses streamed, unless the
+    job's stream mode is off: the same bits either way)."""
+    tg = stream(job.tg, job.stream != "off")
+    before = job.evaluate(predict(tg, job.state, job.evals[0])) if job.evals else {}
     t1 = time.perf_counter()
-    res = fit(job.tg, job.state, job.x, job.targets, epochs=job.epochs, shuffle=job.shuffle,
+    res = fit(tg, job.state, job.x, job.targets, epochs=job.epochs, shuffle=job.shuffle,
               seed=job.seed, callback=job.progress)
     t2 = time.perf_counter()
-    after = job.evaluate(predict(job.tg, job.state, job.evals[0])) if job.evals else {}
+    after = job.evaluate(predict(tg, job.state, job.evals[0])) if job.evals else {}
     return EngineRun(res, before, after, t1, t2 - t1)
 
 
@@ -241,7 +251,8 @@ def _run_host(job: FitJob) -> EngineRun:
     parameters come back into the job's state (for export)."""
     with tempfile.TemporaryDirectory(prefix="pockengine-fit-") as tmp:
         build = build_project(compile_model(job.graph, spec=job.spec,
-                                            out_dir=Path(tmp) / "host", backend=job.backend))
+                                            out_dir=Path(tmp) / "host", backend=job.backend,
+                                            stream=job.stream))
         before = job.evaluate(run_host_infer(build, job.evals[0])) if job.evals else {}
         t1 = time.perf_counter()
         res = run_host_fit(build, job.x, job.targets, order=job.seed if job.shuffle else None,
@@ -277,7 +288,8 @@ def _run_board(job: FitJob, board: Any, *, profile_ops: bool, timeout: float | N
         proj = compile_model(job.graph, board=board_arg or board.name, spec=job.spec,
                              out_dir=out, data=(job.x, job.targets), evals=job.evals,
                              epochs=job.epochs, seed=job.seed, shuffle=job.shuffle,
-                             force=keep_dir is not None, backend=job.backend, measure=measure)
+                             force=keep_dir is not None, backend=job.backend, measure=measure,
+                             stream=job.stream)
         fw = build_project(proj, profile_ops=profile_ops)
         t1 = time.perf_counter()
         live = [0]                  # steps already handed to ``progress`` while running

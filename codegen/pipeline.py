@@ -1,7 +1,7 @@
 """The compiler's stages, listed in one place, each a function of the previous stage's value.
 
-    load ─► quantize ─► training_graph ─► lower ─► plan ─► [embed] ─► render ─► write
-         ─► build ─► run
+    load ─► quantize ─► training_graph ─► stream ─► lower ─► plan ─► [embed] ─► render
+         ─► write ─► build ─► run
 
 ``compile_model`` runs load .. write and returns a :class:`~codegen.render.output.Project`;
 ``build_project`` compiles it with the board's toolchain (host: make + gcc/clang; boards: make +
@@ -9,21 +9,24 @@ the board's cross compiler, checked against the board's budget); ``run_host_infe
 ``run_host_fit`` run the host binary, ``run_device`` a board's firmware on its emulator. For
 a device board, ``embed`` fits the training/evaluation data to the model and fixes the sample
 order; the firmware carries them in flash. Every stage can be called (and tested) alone;
-``ir.verify`` may run between any two.
+``ir.verify`` may run between any two. ``stream`` is a graph transformation (frozen chains of
+convolutions fused into ops that run in row bands, ``codegen.stream``); ``plan_project`` lowers
+and plans a project's graphs with it (only what lowers the arena, by default) and chooses the
+band heights.
 """
 
 from __future__ import annotations
 
 import hashlib
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace as dc_replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .backends import Lowering, chain_for, lower_graph
+from .backends import Lowering, chain_for, get_backend, lower_graph
 from .backends.arm import GENERIC
 from .backends.cost import CostModel, call_key, load_cache, save_cache
 from .backends.params import MUTABLE, mutable_tensors
@@ -47,6 +50,7 @@ from .report import write_plan_record  # the plan `pockengine report` draws
 from .run.device import DEFAULT_TIMEOUT, run_device
 from .run.host import run_host_fit, run_host_infer
 from .schedule.storage import align_up
+from .stream import STREAM_OP, band_options, stream_graph, stream_report, with_bands
 from .targets import emulator_available, toolchain_available
 from .toolchain import BuildResult, build_project
 from .toolchain.device import FLASH_HINT, SRAM_HINT
@@ -118,6 +122,128 @@ def plan_lowered(graph: Graph, board: Any = None, backend: str = "auto",
     return lowered_graph(graph, lowering, plan(graph, lowering))
 
 
+STREAM_MODES = ("auto", "on", "off")
+
+
+def stream(graph: Graph | None, enabled: bool = True, *,
+           needed: Collection[str] | None = None, keep: Collection[str] = ()) -> Graph | None:
+    """Stage 4, a graph transformation (after the training graph, before lowering): ``graph``
+    with its chains of frozen convolutions fused into stream_chain ops that run in bands of
+    output rows (``codegen.stream``: ``needed`` and ``keep`` are its options); band heights
+    are chosen when the graph is planned (``plan_project``). ``graph`` itself when disabled
+    or when it has no such chain."""
+    if graph is None or not enabled:
+        return graph
+    return stream_graph(graph, needed=needed, keep=keep)
+
+
+def stream_mode(value: Any) -> str:
+    """auto | on | off from a mode or a bool (True: on, False: off)."""
+    mode = {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
+    if mode not in STREAM_MODES:
+        raise PockError(f"stream mode {value!r}: choose from {', '.join(STREAM_MODES)}")
+    return mode
+
+
+def plan_project(graph: Graph, tg: Graph | None, board: Any = None, backend: str = "auto",
+                 pins: Mapping[str, str] | None = None, cost: Any = None,
+                 streaming: Any = "auto") -> tuple[LoweredGraph, LoweredGraph | None]:
+    """lower + plan of a project's graphs, the inference graph (beside the training graph
+    ``tg``) and ``tg``, with the stream stage (``streaming``):
+
+    - ``off``: none; ``on``: every chain the pass fuses;
+    - ``auto`` (default): only what lowers the project's arena (the larger plan of the two):
+      the arena with every chain streamed is the budget, and each graph streams only what the
+      ops whose step is over the budget unstreamed need (the pass's ``needed``; every chain
+      when that plan misses the budget); nothing when streaming does not lower the arena.
+
+    Band heights: per stream_chain op, among the heights whose row buffers keep its step
+    within the budget (from one row up, to the first that does not), the one with the fewest
+    rows recomputed (none: they are carried over), then the fewest bytes carried between
+    bands and the fewest bands. Pinned ops are never
+    fused. Each LoweredGraph's ``stream`` says what it streamed (``stream_info``)."""
+    mode = stream_mode(streaming)
+    keep = set(pins or {})
+    graphs = [beside_training(graph, tg)] + ([tg] if tg is not None else [])
+
+    def lp(g: Graph) -> LoweredGraph:
+        return plan_lowered(g, board, backend, pins, cost)
+
+    base = [lp(g) for g in graphs]
+    full = base
+    if mode != "off":
+        fused = [stream(g, keep=keep) for g in graphs]
+        full = [b if f is g else lp(f) for f, g, b in zip(fused, graphs, base)]
+        budget = max(lg.plan.arena_bytes for lg in full)
+        if mode == "auto" and budget >= max(lg.plan.arena_bytes for lg in base):
+            full = base                           # streaming does not lower the arena
+        elif mode == "auto":
+            full = [_least_stream(b, f, budget, keep, lp) for b, f in zip(base, full)]
+        full = [_choose_bands(lg, budget, lp) for lg in full]
+    out = [dc_replace(lg, stream=stream_info(lg, b, mode)) for lg, b in zip(full, base)]
+    return out[0], (out[1] if tg is not None else None)
+
+
+def _least_stream(base: LoweredGraph, full: LoweredGraph, budget: int, keep: set[str],
+                  lp: Callable[[Graph], LoweredGraph]) -> LoweredGraph:
+    """The plan that streams only what the ops over ``budget`` in the unstreamed ``base``
+    need, if it keeps to the budget; else ``full`` (every chain streamed)."""
+    if full is base:
+        return base
+    s = base.plan.schedule
+    hot = {op.name for op, live in zip(s.ops, s.live_bytes) if live > budget}
+    least = stream(base.graph, needed=hot, keep=keep)
+    if least is base.graph:
+        return base if base.plan.arena_bytes <= budget else full
+    lg = lp(least)
+    return lg if lg.plan.arena_bytes <= budget else full
+
+
+def _choose_bands(lg: LoweredGraph, budget: int,
+                  lp: Callable[[Graph], LoweredGraph]) -> LoweredGraph:
+    """``lg`` with the band height of each stream_chain op chosen (see ``plan_project``): the
+    op's kernel record at each height gives its scratch, the schedule the bytes live beside
+    it; kept when the new plan stays within ``budget``."""
+    g, s = lg.graph, lg.plan.schedule
+    step = {op.name: k for k, op in enumerate(s.ops)}
+    bands: dict[str, int] = {}
+    for op in g.ops:
+        if op.type != STREAM_OP:
+            continue
+        call = lg.lowering.choices[op.name].call
+        backend = get_backend(call.backend)
+        room = budget - s.live_bytes[step[op.name]] + align_up(call.scratch_bytes, 16)
+        best = None
+        for p in band_options(g, op):            # taller bands need more: up to the budget
+            rec = backend.build(g, op.replace(attrs={**op.attrs, "band_rows": p.band_rows}), 1,
+                                lg.lowering.target)
+            if rec is None or align_up(rec.scratch_bytes, 16) > room:
+                break
+            key = (p.recomputed_rows, p.moved_bytes, p.bands)
+            best = min(best or (key, p.band_rows), (key, p.band_rows))
+        if best is not None and best[1] != op.attrs["band_rows"]:
+            bands[op.name] = best[1]
+    if not bands:
+        return lg
+    chosen = lp(with_bands(g, bands))
+    return chosen if chosen.plan.arena_bytes <= max(budget, lg.plan.arena_bytes) else lg
+
+
+def stream_info(lg: LoweredGraph, base: LoweredGraph, mode: str) -> dict[str, Any]:
+    """What ``lg`` streams (``plan --json`` / the manifest's ``stream``): the mode, per
+    stream_chain op its ops, band height and count, row buffers, the intermediate bytes that
+    no longer exist and the kernel that runs it, and the arena and its lower bound with and
+    without streaming."""
+    chains = stream_report(lg.graph)
+    for c in chains:
+        call = lg.lowering.choices[c["op"]].call
+        c.update(kernel=call.kernel, backend=call.backend, kernel_scratch_bytes=call.scratch_bytes)
+    return {"mode": mode, "chains": chains,
+            "arena_bytes": lg.plan.arena_bytes, "lower_bound_bytes": lg.plan.lower_bound_bytes,
+            "unstreamed": {"arena_bytes": base.plan.arena_bytes,
+                           "lower_bound_bytes": base.plan.lower_bound_bytes}}
+
+
 def embed(graph: Graph, spec: Any, data: Any = None, evals: Any = None, *, epochs: int = 1,
           seed: int = 0, shuffle: bool = True, print_outputs: bool = False) -> Any:
     """Device stage: training and evaluation data fitted to the model (int8 inputs, labels or
@@ -150,7 +276,7 @@ build = build_project            # Stage 8: toolchain (host: make)
 
 STAGES: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("load", load), ("quantize", quantize), ("training_graph", training_graph),
-    ("lower", lower), ("plan", plan), ("embed", embed),
+    ("stream", stream), ("lower", lower), ("plan", plan), ("embed", embed),
     ("render", render), ("write", write), ("build", build), ("run", run_host_infer),
     ("run_device", run_device),
 )
@@ -167,7 +293,7 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
                   data: Any = None, evals: Any = None, epochs: int = 1, seed: int = 0,
                   shuffle: bool = True, print_outputs: bool = False,
                   measure: bool = True, specialise: bool = True,
-                  stack: int | str | None = None,
+                  stack: int | str | None = None, stream: Any = "auto",
                   progress: Callable[[str], None] | None = None) -> Project:
     """Model (float models are quantized first with ``calib``) -> C project in ``out_dir``.
 
@@ -193,7 +319,11 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     board's stack and one sample, built and run once on the emulator (a training step,
     evaluations, an inference) with the stack painted, and its high-water mark plus
     STACK_MARGIN reserved (the manifest records both: ``device.stack_bytes``,
-    ``device.stack_measured_bytes``)."""
+    ``device.stack_measured_bytes``).
+
+    ``stream``: the stream stage (``plan_project``): ``auto`` (streams the frozen chains of
+    convolutions in row bands where that lowers the arena), ``on``, ``off`` (or True/False);
+    the manifest's ``memory.stream`` says what was streamed."""
     stage = progress or (lambda name: None)
     b = resolve_board(board)
     device = b is not None and b.arch != "host"
@@ -207,10 +337,12 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     stage("load")
     source = quantize(load(model), calib)
     stage("training graph")
+    streaming = stream_mode(stream)
     spec = resolve_spec(spec, b if device else None)
     measured = None
     if stack == "auto":
-        measured = measure_stack(source.graph, b, board, spec, prefix, backend, measure)
+        measured = measure_stack(source.graph, b, board, spec, prefix, backend, measure,
+                                 streaming)
         b = dc_replace(b, stack=check_stack_size(reserve_stack(measured), b))
     tg = training_graph(source.graph, spec)
     pins = dict(getattr(spec, "kernels", None) or {})
@@ -220,8 +352,7 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     cost = kernel_costs(source.graph, b, chain, measure=measure,
                         board_file=own_board_file(board) if device else None)
     stage("plan")
-    infer = plan_lowered(beside_training(source.graph, tg), b, backend, pins, cost)
-    train = plan_lowered(tg, b, backend, pins, cost) if tg is not None else None
+    infer, train = plan_project(source.graph, tg, b, backend, pins, cost, streaming)
     dev_data = None
     if device:
         dev_data = embed(source.graph, spec, data, evals, epochs=epochs, seed=seed,
@@ -267,7 +398,7 @@ def check_stack_size(stack: Any, board: Any) -> int:
 
 
 def measure_stack(g: Graph, board: Any, board_arg: str, spec: Any, prefix: str, backend: str,
-                  measure: bool) -> int:
+                  measure: bool, streaming: str = "auto") -> int:
     """The stack high-water mark of the firmware of the (int8) graph ``g`` with the resolved
     ``spec`` on ``board``: compiled with the board's own stack and one zero sample (one
     training step, the evaluations before and after, an inference), built and run once on
@@ -285,7 +416,7 @@ def measure_stack(g: Graph, board: Any, board_arg: str, spec: Any, prefix: str, 
         probe_board = roomy_board_file(board_arg, board, Path(tmp))
         proj = compile_model(g, board=str(probe_board), spec=spec, out_dir=Path(tmp) / "probe",
                              prefix=prefix, backend=backend, data=(x, y), evals=(x, y),
-                             epochs=1, shuffle=False, measure=measure)
+                             epochs=1, shuffle=False, measure=measure, stream=streaming)
         res = run_device(proj, build=build_project(proj), timeout=DEFAULT_TIMEOUT)
     if res.stack_used is None:
         raise PockError(f"--stack auto: the firmware on {board.name} did not report its stack "
@@ -493,13 +624,15 @@ def _relower_generic(lg: LoweredGraph) -> LoweredGraph:
     lw = lg.lowering
     target = dc_replace(lw.target, features=lw.target.features | {GENERIC})
     lowering = lower_graph(lg.graph, lw.backends, pins=lw.pins, cost=lw.cost, target=target)
-    return lowered_graph(lg.graph, lowering, plan(lg.graph, lowering))
+    return dc_replace(lowered_graph(lg.graph, lowering, plan(lg.graph, lowering)),
+                      stream=lg.stream)
 
 
 def _replan(lg: LoweredGraph, pins: Mapping[str, str]) -> LoweredGraph:
     present = {op.name for op in lg.graph.ops}
     lowering = lg.lowering.with_pins({k: v for k, v in pins.items() if k in present})
-    return lowered_graph(lg.graph, lowering, plan(lg.graph, lowering))
+    return dc_replace(lowered_graph(lg.graph, lowering, plan(lg.graph, lowering)),
+                      stream=lg.stream)
 
 
 def check_pins(pins: Mapping[str, str], *graphs: Graph | None) -> None:
@@ -542,6 +675,7 @@ __all__ = [
     "open_project",
     "plan",
     "plan_lowered",
+    "plan_project",
     "project_memory",
     "quantize",
     "render",
@@ -550,6 +684,7 @@ __all__ = [
     "run_device",
     "run_host_fit",
     "run_host_infer",
+    "stream",
     "training_graph",
     "write",
 ]

@@ -91,7 +91,7 @@ def graph_record(lowered: Any) -> dict[str, Any]:
                       "macs": kernel_macs(g, op) if op is not None else 0,
                       "bytes": int(sum(g.tensors[t].nbytes for t in names)),
                       "scratch_bytes": int(c.scratch_bytes)})
-    return lowered.plan.to_json() | {"calls": calls}
+    return lowered.plan.to_json() | {"calls": calls, "stream": lowered.stream}
 
 
 def write_plan_record(project: Project, infer: Any, train: Any = None) -> Path:

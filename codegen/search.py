@@ -48,13 +48,13 @@ from .board import format_size
 from .errors import PockError
 from .fit import fit_model
 from .ir import Graph, weight_axis
+from .ir.stream import STREAM_OP, chain_graph
 from .model_store import graph_digest
 from .pipeline import (
-    beside_training,
     build_project,
     compile_model,
     kernel_costs,
-    plan_lowered,
+    plan_project,
     project_memory,
     training_graph,
 )
@@ -175,13 +175,17 @@ def step_instructions(calls: Sequence[Any], graph: Graph, target: Any) -> int:
     for call in calls:
         op = graph.op_by_name(call.op)
         family = kernel_family(call).removesuffix("_grad_input").removesuffix("_grad_weight")
-        f = (STATIC_FACTORS.get((call.backend, family, core))
-             or STATIC_FACTORS.get(("ref", family, core)))
-        elements = graph.tensors[op.outputs[0]].size if op.outputs else 0
-        if f is None:
-            total += ELEMENT_INSTRUCTIONS * elements
-        else:
-            total += f[0] * call.macs + f[1] * elements + f[2]
+        # a streamed chain (codegen.stream) is priced as the ops it stands for
+        parts = ([(o.type, chain.tensors[o.outputs[0]].size) for o in chain.ops]
+                 if op.type == STREAM_OP and (chain := chain_graph(graph, op)) else
+                 [(family, graph.tensors[op.outputs[0]].size if op.outputs else 0)])
+        for fam, elements in parts:
+            f = (STATIC_FACTORS.get((call.backend, fam, core))
+                 or STATIC_FACTORS.get(("ref", fam, core)))
+            if f is None:
+                total += ELEMENT_INSTRUCTIONS * elements
+            else:
+                total += f[0] * call.macs + f[1] * elements + f[2]
     return round(total)
 
 
@@ -201,11 +205,10 @@ class Planner:
         key = spec.source
         if key not in self._memo:
             tg = training_graph(self.graph, spec)
-            infer = plan_lowered(beside_training(self.graph, tg), self.board, self.backend,
-                                 cost=self.cost)
-            train = plan_lowered(tg, self.board, self.backend, cost=self.cost)
+            infer, train = plan_project(self.graph, tg, self.board, self.backend,
+                                        cost=self.cost)       # streamed as compile does
             m = dict(project_memory(self.board, infer, train))
-            m["instructions"] = step_instructions(train.calls, tg, self.chain.target)
+            m["instructions"] = step_instructions(train.calls, train.graph, self.chain.target)
             self._memo[key] = m
         return self._memo[key]
 

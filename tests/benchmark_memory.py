@@ -1,13 +1,17 @@
 """Training memory on the boards: the SRAM of a training firmware, part by part.
 
-Per model, trainable set and board: the arena the planner placed and the schedule's lower bound
-(the bound for this op granularity), the parameters with their optimizer state, the stack the
+Per model, trainable set and board, without and with the stream stage (``compile
+--no-stream`` / the default: frozen chains of convolutions run in row bands where that lowers
+the arena, docs/memory.md): the arena the planner placed and the schedule's lower bound (the
+bound for this op granularity: streaming moves it), the inference graph's arena (the project's
+arena is the larger of the two), the parameters with their optimizer state, the stack the
 firmware reserves (the board's 8 KiB, and with ``compile --stack auto``: the measured
 high-water mark + margin) and the linked image's SRAM (``build --json`` ``sram_bytes``: .data +
-.bss + reserved stack) both ways. Everything comes from compiling, linking and running the
-firmware on the board's emulator; no numbers are hard-coded.
+.bss + reserved stack) both ways, and what was streamed. Everything comes from compiling,
+linking and running the firmware on the board's emulator; no numbers are hard-coded.
 
-    python -m tests.benchmark_memory [--rows mcunet,kws,vww,ad01,digits] [--json]
+    python -m tests.benchmark_memory [--rows mcunet,kws,vww,ad01,digits] [--stream off,auto]
+                                     [--json]
 
 The shared models live in ../shared/models (skipped when absent); MCUNet-5FPS with TinyEngine's
 "49kb" scheme is rebuilt from its layer table (tests/mcunet.py).
@@ -53,45 +57,60 @@ def _model(name: str, spec: str | None) -> tuple[Any, Any, Any]:
     return path, spec, None
 
 
-def measure(key: str, work: Path) -> dict[str, Any] | None:
+def measure(key: str, work: Path, stream: str = "auto") -> dict[str, Any] | None:
     from codegen.pipeline import build_project, compile_model
 
     name, spec, board = ROWS[key]
     model, spec, calib = _model(name, spec)
     if model is None:
         return None
-    row: dict[str, Any] = {"model": key, "board": board}
+    row: dict[str, Any] = {"model": key, "board": board, "stream": stream}
     for how in ("default", "auto"):
         proj = compile_model(model, board=board, spec=spec, calib=calib,
-                             out_dir=work / f"{key}-{how}", force=True,
-                             stack=None if how == "default" else "auto")
+                             out_dir=work / f"{key}-{stream}-{how}", force=True,
+                             stack=None if how == "default" else "auto", stream=stream)
         b = build_project(proj).to_json()
-        plan = json.loads((proj.dir / "pe_plan.json").read_text())["graphs"]["train"]
-        row.update({"arena": b["arena_bytes"], "lower_bound": plan["lower_bound_bytes"],
+        graphs = json.loads((proj.dir / "pe_plan.json").read_text())["graphs"]
+        plan = graphs["train"]
+        row.update({"arena": b["arena_bytes"], "train_arena": plan["arena_bytes"],
+                    "lower_bound": plan["lower_bound_bytes"],
+                    "infer_arena": graphs["infer"]["arena_bytes"],
                     "params": b["params_bytes"],
                     "other": b["sram_static_bytes"] - b["arena_bytes"] - b["params_bytes"],
                     f"stack_{how}": b["stack_bytes"], f"sram_{how}": b["sram_bytes"]})
         if how == "auto":
             row["stack_measured"] = proj.manifest["device"]["stack_measured_bytes"]
+            st = proj.manifest["memory"]["stream"]
+            row["streamed"] = {g: [c["op"] for c in (st[g] or {}).get("chains", [])]
+                               for g in ("train", "infer")}
     return row
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
-    head = ("model", "board", "arena", "lower bound", "params+state", "other", "stack",
-            "stack auto (used)", "SRAM", "SRAM auto")
-    body = [(r["model"], r["board"], f"{r['arena']:,}", f"{r['lower_bound']:,}",
-             f"{r['params']:,}", f"{r['other']:,}", f"{r['stack_default']:,}",
-             f"{r['stack_auto']:,} ({r['stack_measured']:,})", f"{r['sram_default']:,}",
-             f"{r['sram_auto']:,}") for r in rows]
+    head = ("model", "board", "stream", "arena", "train arena", "lower bound", "infer arena",
+            "params+state", "other", "stack", "stack auto (used)", "SRAM", "SRAM auto")
+    body = [(r["model"], r["board"], r.get("stream", "auto"), f"{r['arena']:,}",
+             f"{r.get('train_arena', r['arena']):,}", f"{r['lower_bound']:,}",
+             f"{r.get('infer_arena', 0):,}", f"{r['params']:,}", f"{r['other']:,}",
+             f"{r['stack_default']:,}", f"{r['stack_auto']:,} ({r['stack_measured']:,})",
+             f"{r['sram_default']:,}", f"{r['sram_auto']:,}") for r in rows]
     widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
-    return "\n".join("  ".join(v.ljust(w) if i < 2 else v.rjust(w)
-                               for i, (v, w) in enumerate(zip(line, widths)))
-                     for line in [head, *body])
+    lines = ["  ".join(v.ljust(w) if i < 3 else v.rjust(w)
+                       for i, (v, w) in enumerate(zip(line, widths)))
+             for line in [head, *body]]
+    for r in rows:
+        for graph, ops in (r.get("streamed") or {}).items():
+            if ops:
+                lines.append(f"  {r['model']} ({r['stream']}) streams in {graph}: "
+                             + ", ".join(ops))
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default=",".join(ROWS), help="which rows (default: all)")
+    ap.add_argument("--stream", default="off,auto",
+                    help="stream modes to compile with, one row each (default: off,auto)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     rows = []
@@ -100,18 +119,21 @@ def main(argv: list[str] | None = None) -> int:
             if key not in ROWS:
                 print(f"unknown row {key!r}: choose from {', '.join(ROWS)}", file=sys.stderr)
                 return 2
-            r = measure(key, Path(tmp))
-            if r is None:
-                print(f"{key}: ../shared/models/{ROWS[key][0]} is not here; skipped",
-                      file=sys.stderr)
-                continue
-            print(f"{key}: SRAM {r['sram_default']:,} -> {r['sram_auto']:,} B", file=sys.stderr,
-                  flush=True)
-            rows.append(r)
+            for stream in args.stream.split(","):
+                r = measure(key, Path(tmp), stream)
+                if r is None:
+                    print(f"{key}: ../shared/models/{ROWS[key][0]} is not here; skipped",
+                          file=sys.stderr)
+                    break
+                print(f"{key} (stream {stream}): SRAM {r['sram_default']:,} -> "
+                      f"{r['sram_auto']:,} B", file=sys.stderr, flush=True)
+                rows.append(r)
     if args.json:
         print(json.dumps(rows))
         return 0
-    print("bytes; SRAM = the linked image (.data + .bss + reserved stack); other = the "
+    print("bytes; stream = the stream stage (off: compile --no-stream); arena = the project's "
+          "(the larger of the training and inference plans); lower bound = the training "
+          "schedule's; SRAM = the linked image (.data + .bss + reserved stack); other = the "
           "harness, libc and runtime data; stack auto = compile --stack auto (measured "
           "high-water mark in parentheses)")
     print(format_table(rows))

@@ -15,10 +15,12 @@ TinyEngine's figures and the targets of the issue (a step in at most 60 M instru
 fp32 backward, the forward in at most 32 M).
 
     python -m tests.benchmark_race [--board mps2-an500] [--backend auto|ref|arm|cmsis-nn]
-                                   [--steps 1] [--ops N] [--json]
+                                   [--stream auto|off] [--steps 1] [--ops N] [--json]
 
-``--backend`` takes a comma-separated list (one row each). A per-call profiling build of the
-same project gives, per layer kind (pointwise, depthwise, k x k conv, FC, their input and
+``--backend`` and ``--stream`` (the stream stage: ``auto``, the default, streams the frozen
+chains of convolutions whose intermediates set the arena in row bands; ``off`` =
+``compile --no-stream``; docs/memory.md) take comma-separated lists (one row each). A
+per-call profiling build of the same project gives, per layer kind (pointwise, depthwise, k x k conv, FC, their input and
 weight gradients, updates, the rest), instructions per MAC next to the bound (MACs/2 for the
 int8 forward, where SMLAD does two multiply-accumulates; MACs for the fp32 backward, one
 VMLA.F32 each); ``--no-kinds`` skips it; ``--ops N`` lists the N most expensive calls. When the plan does
@@ -167,28 +169,29 @@ def kinds_table(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _compile(graph, spec: str, board: str, backend: str, steps: int, out: Path):
+def _compile(graph, spec: str, board: str, backend: str, steps: int, out: Path,
+             stream: str = "auto"):
     from codegen import pipeline
 
     return pipeline.compile_model(graph, board=board, spec=spec, out_dir=out, backend=backend,
                                   data=random_samples(graph, steps, seed=0),
-                                  evals=random_samples(graph, 1, seed=1))
+                                  evals=random_samples(graph, 1, seed=1), stream=stream)
 
 
 def _compile_fitting(graph, spec: str, board_name: str, backend: str, steps: int, work: Path,
-                     row: dict[str, Any]):
+                     row: dict[str, Any], stream: str = "auto"):
     """The project for the board; when the plan misses the board's budget, the budget error
     (``row["budget_error"]``) and the project for a copy of the board whose budget is its
     emulated memory (``row["budget_note"]``). PockError when neither compiles."""
-    out = work / f"mcunet-{board_name}-{backend}"
+    out = work / f"mcunet-{board_name}-{backend}-{stream}"
     try:
-        return _compile(graph, spec, board_name, backend, steps, out)
+        return _compile(graph, spec, board_name, backend, steps, out, stream)
     except PockError as e:
         if not BUDGET_ERROR.search(str(e)):
             raise
         row["budget_error"] = str(e)
     copy = larger_budget_board(board_name, work)
-    proj = _compile(graph, spec, str(copy), backend, steps, out)
+    proj = _compile(graph, spec, str(copy), backend, steps, out, stream)
     big = load_board(str(copy))
     row["budget_note"] = (f"built and run for a temporary copy of {board_name}'s board file "
                           f"with the emulated memory as budget ({_k(big.sram_budget)} SRAM, "
@@ -197,7 +200,8 @@ def _compile_fitting(graph, spec: str, board_name: str, backend: str, steps: int
 
 
 def measure(board_name: str, backend: str, steps: int, work: Path, graph, ops: int = 0,
-            kinds: bool = False, backward: str = "fp32") -> dict[str, Any]:
+            kinds: bool = False, backward: str = "fp32", stream: str = "auto"
+            ) -> dict[str, Any]:
     """One board x backend x backward mode: compile, build, run; a row of the table."""
     from codegen import pipeline
     from codegen.backends import get_backend
@@ -206,7 +210,7 @@ def measure(board_name: str, backend: str, steps: int, work: Path, graph, ops: i
 
     spec = mcunet_spec_49kb().replace("backward=fp32", f"backward={backward}")
     row: dict[str, Any] = {"engine": "pockengine", "board": board_name, "backend": backend,
-                           "spec": spec}
+                           "spec": spec, "stream": stream}
     board = load_board(board_name)
     for ok, why in (toolchain_available(board), emulator_available(board)):
         if not ok:
@@ -216,7 +220,7 @@ def measure(board_name: str, backend: str, steps: int, work: Path, graph, ops: i
         return row | {"skipped": why}
     t0 = time.perf_counter()
     try:
-        proj = _compile_fitting(graph, spec, board_name, backend, steps, work, row)
+        proj = _compile_fitting(graph, spec, board_name, backend, steps, work, row, stream)
     except PockError as e:
         return row | {"fits": False, "error": str(e)}
     fw = pipeline.build_project(proj, check="budget_note" not in row)
@@ -231,6 +235,7 @@ def measure(board_name: str, backend: str, steps: int, work: Path, graph, ops: i
         "budget": {"sram_bytes": board.sram_budget, "flash_bytes": board.flash_budget},
         "flash_bytes": b["flash_bytes"], "sram_bytes": b["sram_bytes"],
         "arena_bytes": mem["arena_bytes"], "params_bytes": mem["params_bytes"],
+        "streamed": [c["op"] for c in (mem["stream"]["train"] or {}).get("chains", [])],
         "stack_bytes": b["stack_bytes"], "stack_used_bytes": res.stack_used,
         "unit": ins["unit"], "steps": steps,
         **{k: ins[k] for k in ("forward", "loss", "backward", "update", "step", "infer")},
@@ -266,7 +271,8 @@ def _line(r: dict[str, Any]) -> tuple[str, ...]:
         return (r["engine"], r["board"], r["backend"], "-",
                 "skipped" if "skipped" in r else "does not fit", *[""] * 10)
     board = r["board"] + ("*" if "budget_note" in r else "")
-    return (r["engine"], board, r["backend"], r["backward_mode"],
+    backend = r["backend"] + (" no-stream" if r.get("stream") == "off" else "")
+    return (r["engine"], board, backend, r["backward_mode"],
             _k(r.get("flash_bytes")), _k(r.get("sram_bytes")), _m(r["forward"]),
             _m(r["loss"]), _m(r["backward"]), _m(r["update"]), _m(r["step"]), _m(r["infer"]),
             _per(r["fwd_per_mac"]), _per(r["bwd_per_mac"]), _per(r.get("infer_per_mac")))
@@ -290,7 +296,8 @@ def _notes(rows: list[dict[str, Any]]) -> list[str]:
     for r in rows:
         if r["engine"] != "pockengine":
             continue
-        where = f"{r['board']} ({r['backend']}, {r.get('backward_mode') or 'fp32'} backward)"
+        where = (f"{r['board']} ({r['backend']}, {r.get('backward_mode') or 'fp32'} backward"
+                 + (", no stream)" if r.get("stream") == "off" else ")"))
         if "skipped" in r or not r.get("fits"):
             notes.append(f"{where}: {r.get('skipped') or r.get('error', '')}")
             continue
@@ -308,7 +315,8 @@ def _notes(rows: list[dict[str, Any]]) -> list[str]:
         notes.append(f"{where}: chain {','.join(r['chain'])}; {met}{vs}; arena "
                      f"{_k(r['arena_bytes'])} + parameters {_k(r['params_bytes'])}, stack "
                      f"used {r['stack_used_bytes']} B; budget {_k(r['budget']['sram_bytes'])} "
-                     f"SRAM / {_k(r['budget']['flash_bytes'])} flash")
+                     f"SRAM / {_k(r['budget']['flash_bytes'])} flash; streamed in row bands: "
+                     f"{', '.join(r.get('streamed') or []) or 'none'}")
         if r.get("kinds"):
             notes.append(f"    {where}: per layer kind (one training step; bound: MACs/2 "
                          "instructions for the int8 forward, MACs for the fp32 backward)")
@@ -372,7 +380,8 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 
 def run(board: str, backends: list[str], steps: int, ops: int = 0, log=print,
-        kinds: bool = False, backwards: tuple[str, ...] = ("fp32",)) -> list[dict[str, Any]]:
+        kinds: bool = False, backwards: tuple[str, ...] = ("fp32",),
+        streams: tuple[str, ...] = ("auto",)) -> list[dict[str, Any]]:
     """The rows: TinyEngine's, then one per backend and backward mode (skipped rows say
     why)."""
     why = table_missing_reason()
@@ -383,10 +392,10 @@ def run(board: str, backends: list[str], steps: int, ops: int = 0, log=print,
     graph = mcunet_graph(seed=0)
     with tempfile.TemporaryDirectory(prefix="pe-race-") as tmp:
         for backend in backends:
-            for mode in backwards:
-                row = measure(board, backend, steps, Path(tmp), graph, ops, kinds, mode)
+            for mode, stream in ((m, s) for m in backwards for s in streams):
+                row = measure(board, backend, steps, Path(tmp), graph, ops, kinds, mode, stream)
                 rows.append(row)
-                log(f"  mcunet on {board} ({backend}, {mode} backward): "
+                log(f"  mcunet on {board} ({backend}, {mode} backward, stream {stream}): "
                     + ("skipped" if "skipped" in row else "does not fit" if not row.get("fits")
                        else f"step {row['step']:,} {row['unit']}, forward {row['forward']:,}, "
                             f"backward {row['backward']:,}, {row['seconds']} s"))
@@ -408,9 +417,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backward", default="fp32",
                     help="backward mode(s), comma-separated: fp32, int8 (TinyEngine's race "
                          "is fp32; the issue's int8 target is a step of at most 45 M)")
+    ap.add_argument("--stream", default="auto",
+                    help="stream stage(s), comma-separated: auto (default), off (as compile "
+                         "--no-stream)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     backends = selected(ap, args.backend, [*BACKEND_TABLE, "auto"], "backend")
+    streams = tuple(selected(ap, args.stream, ["auto", "off"], "stream"))
     backwards = tuple(selected(ap, args.backward, list(BACKWARD_MODES), "backward"))
     if args.steps < 1:
         ap.error("--steps must be at least 1")
@@ -419,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     except PockError as e:
         ap.error(str(e))
     rows = run(args.board, backends, args.steps, args.ops, log=log, kinds=not args.no_kinds,
-               backwards=backwards)
+               backwards=backwards, streams=streams)
     return report(rows, args.json, format_table)
 
 

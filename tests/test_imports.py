@@ -45,6 +45,7 @@ RANKS = {
     "golden": 2,
     "quant": 3,
     "train": 4,
+    "stream": 4,  # the stream pass: fuses frozen chains of a (training) graph before lowering
     "summary": 4,  # layer and MAC counts of a (training) graph
     "backends": 5,
     "schedule": 6,

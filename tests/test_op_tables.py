@@ -29,10 +29,18 @@ FORWARD = set(FORWARD_OPS)
 TRAINING = set(TRAINING_OP_SPECS)
 
 # table -> (the ops it leaves out on purpose, why). Empty sets are not listed.
+_STREAM_IO = ("stream_chain is made by the stream pass from ops of the model "
+              "(codegen.stream) and is not an op of any model file: the writers write the ops "
+              "it stands for (ir.stream.unstream), the readers never meet it")
 SUBSETS: dict[str, tuple[set[str], str]] = {
     "frontend.onnx_writer._Writer.op_<type>": (
-        {"dequantize"}, ("write_onnx exports int8 QDQ graphs only; a dequantize has a "
-                         "float output, which it refuses by name")),
+        {"dequantize", "stream_chain"},
+        ("write_onnx exports int8 QDQ graphs only; a dequantize has a float output, which it "
+         "refuses by name; " + _STREAM_IO)),
+    "frontend.tflite_schema.OPCODE_TO_IR": ({"stream_chain"}, _STREAM_IO),
+    "frontend.tflite_schema.IR_TO_OPCODE": ({"stream_chain"}, _STREAM_IO),
+    "frontend.tflite_reader.CONVERTERS": ({"stream_chain"}, _STREAM_IO),
+    "frontend.tflite_writer.LOWERINGS": ({"stream_chain"}, _STREAM_IO),
 }
 
 

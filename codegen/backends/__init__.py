@@ -14,11 +14,14 @@ from .kernel_call import (
     ArrayArg,
     ConstArray,
     ContextArg,
+    ExprArg,
+    FunctionArg,
     KernelCall,
     NullArg,
     ScalarArg,
     Struct,
     StructArg,
+    StructArrayArg,
     TensorArg,
     TensorListArg,
 )
@@ -36,7 +39,9 @@ from .registry import (
 from .train_args import TRAIN_CALL_BUILDERS, train_kernel_call
 
 __all__ = ["BACKENDS", "CHOICES", "C_TYPES", "REF", "STRUCTS", "TRAIN_CALL_BUILDERS", "ArrayArg",
-           "Backend", "Chain", "Choice", "ConstArray", "ContextArg", "KernelCall", "Lowering",
-           "NullArg", "ScalarArg", "Struct", "StructArg", "Target", "TensorArg", "TensorListArg",
+           "Backend", "Chain", "Choice", "ConstArray", "ContextArg", "ExprArg", "FunctionArg",
+           "KernelCall", "Lowering",
+           "NullArg", "ScalarArg", "Struct", "StructArg", "StructArrayArg", "Target",
+           "TensorArg", "TensorListArg",
            "ThirdParty", "chain_for", "get_backend", "kernel_call", "kernel_calls",
            "lower_graph", "train_kernel_call"]

@@ -48,15 +48,20 @@ import numpy as np
 
 from ..golden import numerics as nx
 from ..ir import Graph, Op
+from ..ir.stream import band_plan, chain_graph, row_stages
 from .base import Backend, Builder, Target
 from .kernel_call import (
     Arg,
     ArrayArg,
     ConstArray,
+    ExprArg,
+    FunctionArg,
     KernelCall,
     NullArg,
     ScalarArg,
+    Struct,
     StructArg,
+    StructArrayArg,
     TensorArg,
 )
 from .params import OpArgs, int32_array, mutable_tensors
@@ -527,6 +532,186 @@ def _add(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     return replace(ref, kernel="pe_add_s8" + SUFFIX, args=args)
 
 
+# -- stream_chain ---------------------------------------------------------------------------------
+# the literal int32 arguments of the bodies (k0, k1, ... in body_call's order), by name
+BODY_LITERALS = {
+    W16_KERNEL: ("n", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "k_h", "k_w", "s_h",
+                 "s_w", "pad_h", "pad_w", "dil_h", "dil_w", "in_off"),
+    "pe_arm_conv_s8": ("n", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "k_h", "k_w",
+                       "s_h", "s_w", "pad_h", "pad_w", "dil_h", "dil_w", "in_off", "out_off",
+                       "act_min", "act_max"),
+    "pe_arm_dw_s8": ("n", "in_h", "in_w", "chans", "out_h", "out_w", "k_h", "k_w", "s_h", "s_w",
+                     "pad_h", "pad_w", "in_off", "out_off", "act_min", "act_max", "mode"),
+    "pe_arm_add_s8": ("out_mult", "out_shift", "out_off", "act_min", "act_max"),
+}
+STREAM_FORMS = {W16_KERNEL: 0, "pe_arm_conv_s8": 1, "pe_arm_dw_s8": 2}  # PE_STREAM_ARM_*
+
+
+def body_literals(call: KernelCall) -> dict[str, int]:
+    """The literal arguments of a body record (``BODY_LITERALS``) by name."""
+    return {name: int(call.arg(f"k{i}").value)
+            for i, name in enumerate(BODY_LITERALS[call.kernel])}
+
+
+def _array(arg: Arg | None, name: str, ctype: str = "int32_t") -> ConstArray:
+    """A body argument as a struct field: its constant array, or an empty one (NULL) for a
+    tensor, an absent pointer or no argument."""
+    if isinstance(arg, ArrayArg):
+        return arg.value
+    return ConstArray(name, ctype, np.zeros(0, np.int32 if ctype == "int32_t" else np.int8))
+
+
+def _stream_stage(call: KernelCall) -> Struct | None:
+    """``pe_stream_arm_stage`` of a stage's body record (the form its op would run as)."""
+    form = STREAM_FORMS.get(call.kernel)
+    if form is None:
+        return None
+    args = dict(call.args)
+    if call.kernel == W16_KERNEL:
+        mode, off = int(call.arg("mode").value), 0
+    elif call.kernel == "pe_arm_conv_s8":
+        mode, off = int(call.arg("packed").value), body_literals(call)["out_off"]
+    else:
+        lit = body_literals(call)
+        mode, off = lit["mode"], lit["out_off"]
+    filt = args.get("filter") if call.kernel == "pe_arm_conv_s8" else None
+    return Struct("pe_stream_arm_stage", {
+        "form": form, "mode": mode, "output_offset": off,
+        "use_bias": int(isinstance(args.get("bias"), TensorArg)),
+        "words": _array(args.get("stream"), "stream"),
+        "filter": _array(filt, "filter", "int8_t"),
+        "ksum": _array(args.get("ksum"), "ksum"), "rq": _array(args.get("rq"), "rq")})
+
+
+def _stream_bodies(graph: Graph, op: Op, batch: int, target: Target) -> tuple | None:
+    """What both forms of a stream_chain record are made of: ref's record (band schedule,
+    stage structs, row buffers and state), the body record each stage's own op would run
+    (``body_call``: packed weight streams, folded zero points, the fast forms; with
+    ``GENERIC`` the weights as they are), the residual add's body (or None) and the largest
+    scratch a stage body needs in a band. None when arm declines a stage."""
+    if not OpArgs(graph, op, batch).int8_io(1):
+        return None
+    ref = forward_call(graph, op, batch)
+    chain = chain_graph(graph, op)
+    plan = band_plan(row_stages(chain), int(op.attrs["band_rows"]))
+    bodies: list[KernelCall] = []
+    add = None
+    scratch = 0
+    for sop in chain.ops:
+        ool = OUT_OF_LINE[sop.type](chain, sop, 1, target)
+        if ool is None:
+            return None
+        body = body_call(ool) if GENERIC in target.features else body_call(ool, chain, target)
+        if sop.type == "add":
+            add = body
+            continue
+        if body.kernel not in STREAM_FORMS:
+            return None
+        need = body.scratch_bytes
+        if sop.type == "depthwise_conv2d":          # its plane: the largest band's rows
+            lit = body_literals(body)
+            need = depthwise_scratch(plan.max_rows[len(bodies)], lit["out_w"], lit["k_h"],
+                                     lit["k_w"], lit["s_h"], lit["s_w"])
+        scratch = max(scratch, need)
+        bodies.append(body)
+    return ref, bodies, add, scratch
+
+
+def _stream_params(ref: KernelCall, scratch: int) -> tuple[tuple, int]:
+    """ref's arguments with the stage bodies' scratch after its own; the total scratch."""
+    offset = -(-ref.scratch_bytes // 16) * 16          # after the row buffers and state
+    p = ref.arg("params").value
+    params = Struct(p.ctype, {**p.values, "kernel_scratch_offset": offset,
+                              "kernel_scratch_bytes": scratch})
+    args = tuple((n, StructArg(params)) if n == "params" else (n, a) for n, a in ref.args)
+    return args, offset + scratch
+
+
+def stream_out_of_line(graph: Graph, op: Op, batch: int = 1, target: Target | None = None
+                       ) -> KernelCall | None:
+    """The out-of-line stream_chain record (pe_stream_chain_s8_arm: the stage bodies with
+    run-time shapes, their constants in pe_stream_arm_stage structs), or None."""
+    made = _stream_bodies(graph, op, batch, target or Target())
+    if made is None:
+        return None
+    ref, bodies, add, scratch = made
+    stages = [_stream_stage(b) for b in bodies]
+    lit = body_literals(add) if add is not None else {}
+    params = Struct("pe_stream_arm_params", {
+        "add_tables": _array(add.arg("tables") if add else None, "tables"),
+        "add_rq": _array(add.arg("rq") if add else None, "rq"),
+        "add_multiplier": lit.get("out_mult", 0), "add_shift": lit.get("out_shift", 0),
+        "add_offset": lit.get("out_off", 0),
+        "add_activation": Struct("pe_activation", {"min": lit.get("act_min", 0),
+                                                   "max": lit.get("act_max", 0)})})
+    args, total = _stream_params(ref, scratch)
+    args = _insert_after(args, "stages", ("arm", StructArg(params)))
+    args = _insert_after(args, "arm", ("arm_stages",
+                                        StructArrayArg("pe_stream_arm_stage", tuple(stages))))
+    return replace(ref, kernel="pe_stream_chain_s8" + SUFFIX, args=args, scratch_bytes=total,
+                   backend="arm")
+
+
+# the band-dependent arguments of a stage body, as expressions of pe_stream_call *c
+_BAND_ARGS = {"ctx": ExprArg("const pe_context *", "c->ctx"),
+              "input": ExprArg("const int8_t *", "c->input"),
+              "output": ExprArg("int8_t *", "c->output")}
+_BAND_LITERALS = {"in_h": "c->in_dims.h", "out_h": "c->out_dims.h", "pad_h": "c->pad_h"}
+
+
+def _stage_case(body: KernelCall) -> KernelCall:
+    """A stage body's record as a case of the stage function: the band's rows, padding,
+    buffers and scratch from the call, everything else as the layer's literals."""
+    names = {f"k{i}": n for i, n in enumerate(BODY_LITERALS[body.kernel])}
+    args = []
+    for n, a in body.args:
+        if n in _BAND_ARGS:
+            a = _BAND_ARGS[n]
+        elif names.get(n) in _BAND_LITERALS:
+            a = ExprArg("int32_t", _BAND_LITERALS[names[n]])
+        args.append((n, a))
+    return replace(body, args=tuple(args))
+
+
+def _add_case(body: KernelCall, chain_first: bool) -> KernelCall:
+    """The residual add's body as the stage function's last case: the chain's rows in place."""
+    rows = {"input1": "c->output" if chain_first else "c->input",
+            "input2": "c->input" if chain_first else "c->output"}
+    args = []
+    for n, a in body.args:
+        if n in rows:
+            a = ExprArg("const int8_t *", rows[n])
+        elif n == "output":
+            a = ExprArg("int8_t *", "c->output")
+        elif n == "size":
+            a = ExprArg("int32_t", "c->size")
+        args.append((n, a))
+    return replace(body, args=tuple(args))
+
+
+def _stream_chain(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    """stream_chain as a generated model runs it: pe_stream_chain_s8_arm_fn over a stage
+    function the model defines (FunctionArg), whose case k calls stage k's arm body with every
+    shape, offset and clamp a literal but the band's rows, padding and buffers (what a layer's
+    specialised code would be, in bands), the last the residual add's; ``GENERIC``: the
+    out-of-line form. None (ref) when arm declines a stage."""
+    if GENERIC in target.features:
+        return stream_out_of_line(graph, op, batch, target)
+    made = _stream_bodies(graph, op, batch, target)
+    if made is None:
+        return None
+    ref, bodies, add, scratch = made
+    cases = [_stage_case(b) for b in bodies]
+    if add is not None:
+        cases.append(_add_case(add, int(op.attrs["residual"]["order"]) == 0))
+    args, total = _stream_params(ref, scratch)
+    fn = FunctionArg("pe_stream_fn", "const pe_stream_call *c", "c->index", tuple(cases))
+    keep = ("ctx", "params", "stages", "input_dims", "input", "output_dims", "output")
+    args = tuple((n, a) for n, a in args if n in keep)
+    args = _insert_after(args, "stages", ("fn", fn))
+    return replace(ref, kernel="pe_stream_chain_s8_arm_fn", args=args, scratch_bytes=total)
+
+
 OUT_OF_LINE: dict[str, Builder] = {
     "conv2d": _conv2d,
     "depthwise_conv2d": _depthwise_conv2d,
@@ -732,7 +917,7 @@ TRAIN_BUILDERS: dict[str, Builder] = {
 }
 
 BUILDERS: dict[str, Builder] = {**{k: _specialised(b) for k, b in OUT_OF_LINE.items()},
-                                **TRAIN_BUILDERS}
+                                "stream_chain": _stream_chain, **TRAIN_BUILDERS}
 
 ARM = Backend(
     name="arm",

@@ -31,7 +31,17 @@ from ..ir import Graph, Op
 from ..summary import op_macs
 from .arm import BODIES
 from .base import Target
-from .kernel_call import ArrayArg, ContextArg, KernelCall, ScalarArg, Struct, StructArg
+from .kernel_call import (
+    ArrayArg,
+    ContextArg,
+    ExprArg,
+    FunctionArg,
+    KernelCall,
+    ScalarArg,
+    Struct,
+    StructArg,
+    StructArrayArg,
+)
 
 CACHE_FILE = "kernel_costs.json"
 CLOSE = 1.5            # static prices nearer than this factor: measure to choose
@@ -112,6 +122,12 @@ def _signature(value: object) -> object:
         return [value.ctype, [(k, _signature(v)) for k, _, v in value.items()]]
     if isinstance(value, StructArg):
         return _signature(value.value)
+    if isinstance(value, StructArrayArg):
+        return [_signature(v) for v in value.values]
+    if isinstance(value, FunctionArg):
+        return ["fn", [[c.kernel, [(n, _signature(a)) for n, a in c.args]] for c in value.cases]]
+    if isinstance(value, ExprArg):
+        return ["expr", value.expr]
     if isinstance(value, ArrayArg):
         return ["array", value.value.ctype, int(value.value.values.size)]
     if isinstance(value, ScalarArg):

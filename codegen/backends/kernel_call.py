@@ -8,8 +8,13 @@ is one of
                        ``const pe_conv_params *``, ...);
 - :class:`TensorArg`   an IR tensor's data (activation buffer, weight or bias array);
 - :class:`TensorListArg` an array of tensor data pointers (concatenation's inputs);
+- :class:`StructArrayArg` a constant array of parameter structs of one type, by address
+                       (``const pe_stream_stage *``);
 - :class:`ArrayArg`    a constant array computed at compile time (``const int32_t *``);
 - :class:`ScalarArg`   a number passed by value (element counts);
+- :class:`FunctionArg` a function the generated code defines (from call records) and passes by
+                       address, e.g. a stream_chain's stage function;
+- :class:`ExprArg`     within a FunctionArg's calls: a C expression of its parameters;
 - :class:`NullArg`     an absent optional pointer (no bias).
 
 Struct field values are ints, floats (``inf`` for "no clamp"), nested :class:`Struct` values
@@ -77,6 +82,20 @@ STRUCTS: dict[str, tuple[tuple[str, str], ...]] = {
     "pe_concat_params": (("outer_size", _I32), ("activation", _ACT)),
     "pe_concat_params_f32": (("outer_size", _I32), ("activation", _ACT_F32)),
     "pe_affine_params_f32": (("scale", "float"), ("zero_point", _I32)),
+    "pe_stream_stage": (("kind", _I32), ("params", "pe_dw_conv_params"),
+                        ("quant", "pe_per_channel_quant"), ("filter_dims", "pe_dims"),
+                        ("output_dims", "pe_dims"), ("window", _I32),
+                        ("buffer_offset", _I32), ("buffer_rows", _I32)),
+    "pe_stream_params": (("num_stages", _I32), ("band_rows", _I32), ("residual", _I32),
+                         ("state_offset", _I32), ("kernel_scratch_offset", _I32),
+                         ("kernel_scratch_bytes", _I32), ("add", "pe_add_params")),
+    "pe_stream_arm_stage": (("form", _I32), ("mode", _I32), ("output_offset", _I32),
+                            ("use_bias", _I32), ("words", "const int32_t *"),
+                            ("filter", "const int8_t *"), ("ksum", "const int32_t *"),
+                            ("rq", "const int32_t *")),
+    "pe_stream_arm_params": (("add_tables", "const int32_t *"), ("add_rq", "const int32_t *"),
+                             ("add_multiplier", _I32), ("add_shift", _I32),
+                             ("add_offset", _I32), ("add_activation", _ACT)),
     # training kernels (runtime_c/kernels/pe_train_kernels.h)
     "pe_conv_grad_params": (("stride", "pe_tile"), ("padding", "pe_tile"),
                             ("dilation", "pe_tile")),
@@ -200,6 +219,24 @@ class StructArg(_ConstObjectArg):
     value: Struct
 
 
+@dataclass(frozen=True, eq=False)
+class StructArrayArg:
+    """A pointer to a static const array of structs of type ``struct`` (one per element of
+    ``values``, at least one)."""
+
+    struct: str
+    values: tuple[Struct, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", tuple(self.values))
+        if not self.values or any(v.ctype != self.struct for v in self.values):
+            raise ValueError(f"a struct array needs one or more {self.struct} values")
+
+    @property
+    def ctype(self) -> str:
+        return f"const {self.struct} *"
+
+
 @dataclass(frozen=True)
 class TensorArg:
     tensor: str                       # IR tensor name
@@ -232,7 +269,29 @@ class NullArg:
     ctype: str
 
 
-Arg = ContextArg | StructArg | TensorArg | TensorListArg | ArrayArg | ScalarArg | NullArg
+@dataclass(frozen=True)
+class ExprArg:
+    """An argument of a call inside a FunctionArg: a C expression of the function's
+    parameters (e.g. ``c->in_dims.h``)."""
+
+    ctype: str
+    expr: str
+
+
+@dataclass(frozen=True, eq=False)
+class FunctionArg:
+    """A function the generated code defines and passes by address, ``void f(params)``: when
+    ``select`` (a C expression of the parameters) is k it makes the call ``cases[k]``, whose
+    arguments may be ExprArgs of the parameters; the kernel calls it back."""
+
+    ctype: str                          # the function pointer type
+    params: str                         # its parameter list, e.g. "const pe_stream_call *c"
+    select: str
+    cases: tuple[KernelCall, ...]
+
+
+Arg = (ContextArg | StructArg | StructArrayArg | TensorArg | TensorListArg | ArrayArg | ScalarArg
+       | NullArg | ExprArg | FunctionArg)
 
 
 @dataclass(frozen=True, eq=False)
@@ -265,7 +324,19 @@ class KernelCall:
                 out.append((arg_name, arg.value))
             elif isinstance(arg, StructArg):
                 out.extend((f"{arg_name}_{a.name}", a) for a in arg.value.arrays())
+            elif isinstance(arg, StructArrayArg):
+                out.extend((f"{arg_name}{k}_{a.name}", a) for k, v in enumerate(arg.values)
+                           for a in v.arrays())
+            elif isinstance(arg, FunctionArg):
+                out.extend((f"{arg_name}{k}_{n}", a) for k, c in enumerate(arg.cases)
+                           for n, a in c.const_arrays())
         return out
+
+    def callees(self) -> tuple[str, ...]:
+        """The kernel and the kernels the functions it is passed call (FunctionArg cases)."""
+        nested = [k for _, arg in self.args if isinstance(arg, FunctionArg)
+                  for c in arg.cases for k in c.callees()]
+        return (self.kernel, *dict.fromkeys(nested))
 
     def tensors(self) -> tuple[str, ...]:
         """The IR tensors the call reads or writes, in argument order."""
@@ -275,4 +346,6 @@ class KernelCall:
                 names.append(arg.tensor)
             elif isinstance(arg, TensorListArg):
                 names.extend(arg.tensors)
+            elif isinstance(arg, FunctionArg):
+                names.extend(t for c in arg.cases for t in c.tensors())
         return tuple(names)

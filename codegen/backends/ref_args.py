@@ -21,6 +21,7 @@ and any 4-D mix of the above (TFLite's BroadcastAdd4DSlow).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 import numpy as np
 
@@ -28,8 +29,10 @@ from ..golden import numerics as nx
 from ..golden.kernels.pooling import int8_mean_requant, int8_pool_range
 from ..golden.kernels.shape import int8_concat_range
 from ..ir import Graph, Op
+from ..ir.stream import band_plan, chain_graph, row_stages
 from .kernel_call import (
     C_TYPES,
+    STRUCTS,
     Arg,
     ArrayArg,
     ContextArg,
@@ -37,6 +40,7 @@ from .kernel_call import (
     ScalarArg,
     Struct,
     StructArg,
+    StructArrayArg,
     TensorListArg,
 )
 from .params import (
@@ -404,6 +408,61 @@ def _relu6(view: OpArgs) -> KernelCall:
     return _elementwise(view, "pe_relu6_s8", activation(zp_in, six), inplace=True)
 
 
+# -- stream_chain ---------------------------------------------------------------------------------
+def _stream_chain(view: OpArgs) -> KernelCall:
+    """The chain's stages as the ref records of their own ops (ir.stream.chain_graph): their
+    parameter structs, requantization and dims become the pe_stream_stage array, the residual
+    add's parameters pe_stream_params.add; the row buffers of ir.stream.band_plan and then the
+    schedule's state are the kernel's scratch."""
+    view.dtypes(("int8", "int8"))
+    chain = chain_graph(view.graph, view.op)
+    plan = band_plan(row_stages(chain), int(view.attr("band_rows")))
+    stages, filters, biases = [], [], []
+    residual, add = 0, None
+    j = 0
+    for op in chain.ops:
+        rec = CALL_BUILDERS[op.type](OpArgs(chain, op, 1))
+        if op.type == "add":
+            add = rec.arg("params").value
+            residual = 1 + int(view.op.attrs["residual"]["order"])
+            continue
+        p = rec.arg("params").value.values
+        fields = {k: p[k] for k in ("input_offset", "output_offset", "stride", "padding",
+                                    "dilation", "activation")}
+        last = j == len(plan.buffer_rows)
+        stages.append(Struct("pe_stream_stage", {
+            "kind": 1 if op.type == "depthwise_conv2d" else 0,
+            "params": Struct("pe_dw_conv_params", {"ch_mult": p.get("ch_mult", 1), **fields}),
+            "quant": rec.arg("quant").value, "filter_dims": rec.arg("filter_dims").value,
+            "output_dims": dims(chain.tensors[op.outputs[0]].shape),
+            "window": (chain.tensors[op.inputs[1]].shape[1] - 1) * int(op.attrs["dilation"][0])
+            + 1,
+            "buffer_offset": 0 if last else plan.buffer_offsets[j],
+            "buffer_rows": 0 if last else plan.buffer_rows[j]}))
+        filters.append(op.inputs[1])
+        biases.append(op.inputs[2])
+        j += 1
+    if add is None:
+        add = Struct("pe_add_params", {
+            **{k: 0 for k, _ in STRUCTS["pe_add_params"] if k != "activation"},
+            "activation": activation(0, 0)})
+    params = Struct("pe_stream_params", {"num_stages": len(stages),
+                                         "band_rows": plan.band_rows, "residual": residual,
+                                         "state_offset": plan.scratch_bytes,
+                                         "kernel_scratch_offset": 0,
+                                         "kernel_scratch_bytes": 0, "add": add})
+    x, out = view.x(), view.out()
+    rec = call(view, "pe_stream_chain_s8", [
+        ("ctx", ContextArg()), ("params", StructArg(params)),
+        ("stages", StructArrayArg("pe_stream_stage", tuple(stages))),
+        ("filters", TensorListArg(tuple(filters), "const int8_t *const *")),
+        ("biases", TensorListArg(tuple(biases), "const int32_t *const *")),
+        ("input_dims", StructArg(dims(view.shape(x)))), ("input", tensor_arg(x)),
+        ("output_dims", StructArg(dims(view.shape(out)))),
+        ("output", tensor_arg(out, write=True))])
+    return replace(rec, scratch_bytes=plan.scratch_bytes + plan.state_bytes)
+
+
 CALL_BUILDERS: dict[str, Callable[[OpArgs], KernelCall]] = {
     "conv2d": _conv2d,
     "depthwise_conv2d": _depthwise_conv2d,
@@ -421,6 +480,7 @@ CALL_BUILDERS: dict[str, Callable[[OpArgs], KernelCall]] = {
     "dequantize": _dequantize,
     "relu": _relu,
     "relu6": _relu6,
+    "stream_chain": _stream_chain,
 }
 
 

@@ -48,6 +48,7 @@ import numpy as np
 from .. import __version__
 from ..errors import ModelError
 from ..ir import FORWARD_OPS, Graph, Op, Tensor, free_name, verify
+from ..ir.stream import unstream
 from .onnx_layout import reshape_is_plain, same_order
 
 __all__ = ["ONNX_OPSET", "check_onnx_export", "write_onnx"]
@@ -76,7 +77,7 @@ def _model(graph: Graph, check: bool = True) -> Any:
     except ModuleNotFoundError:
         raise ModelError("writing ONNX models needs the 'onnx' package (pip install "
                          "onnx)") from None
-    verify(graph)
+    graph = unstream(verify(graph))          # stream_chain ops: the ops they stand for
     w = _Writer(graph)
     w.run()
     g = helper.make_graph(w.nodes, graph.name or "model", w.inputs, w.outputs, w.inits)

@@ -27,6 +27,7 @@ import tflite
 
 from ..errors import ModelError
 from ..ir import Graph, Op, QuantParams, Tensor, free_name, same_padding, verify
+from ..ir.stream import unstream
 from .tflite_schema import (
     DEFAULT_OP_VERSIONS,
     DTYPE_TO_TENSOR_TYPE,
@@ -277,8 +278,9 @@ LOWERINGS: dict[str, Callable[[_Lowering, Op, list[int]], None]] = {
 
 
 def write_tflite(graph: Graph) -> bytes:
-    """Serialize a (verified) IR graph as a TFLite flatbuffer."""
-    verify(graph)
+    """Serialize a (verified) IR graph as a TFLite flatbuffer (stream_chain ops as the ops
+    they stand for)."""
+    graph = unstream(verify(graph))
     low = _Lowering(graph)
     low.run()
     return _Serializer(graph, low).build()

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..errors import ModelError, PockError
 from ..ir import Graph, Op, Tensor
+from ..ir.stream import STREAM_OP, chain_graph
 from .kernels import Kernel, build_kernel
 from .kernels.common import batched
 
@@ -138,6 +139,9 @@ def _is_batched(graph: Graph, name: str) -> bool:
 
 def _scratch_bytes(graph: Graph, op: Op) -> int:
     """Rough per-sample working set of one op (bytes), to size batch chunks."""
+    if op.type == STREAM_OP:                  # the chain's ops, one after the other
+        chain = chain_graph(graph, op)
+        return max(_scratch_bytes(chain, o) for o in chain.ops)
     t = graph.tensors
     out = sum(t[n].size for n in op.outputs)
     ins = sum(t[n].size for n in op.inputs if n and not t[n].is_const)

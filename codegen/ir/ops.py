@@ -21,6 +21,11 @@ Attribute meanings (all ops NHWC):
 - concat: attrs axis (non-negative), activation.
 - quantize: float32 -> int8, or int8 -> int8 (requantize); dequantize: int8 -> float32.
 - relu / relu6: standalone activations (the ONNX importer fuses them where it can).
+- stream_chain: a chain of int8 conv2d / depthwise_conv2d ops (and the residual add that may
+  end it) run in bands of output rows, made by the stream pass (``codegen.stream``) from
+  forward ops the backward does not reach; inputs (x, w_0, b_0, ..., w_n-1, b_n-1), attrs
+  stages, residual, band_rows (``codegen.ir.stream`` says what each holds). Never in a model
+  file: the writers expand it into its ops.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ class OpSpec:
     int8_output: tuple[float, int] | None = None
 
 
+STREAM_MAX_STAGES = 32          # stages of one stream_chain op (its inputs: x and 2 per stage)
 _CONV_ATTRS = ("stride", "dilation", "padding", "activation")
 _POOL_ATTRS = ("filter", "stride", "padding", "activation")
 
@@ -82,6 +88,7 @@ OP_SPECS: dict[str, OpSpec] = {
     "dequantize": OpSpec(1, 1, 1, ()),
     "relu": OpSpec(1, 1, 1, (), is_activation=True),
     "relu6": OpSpec(1, 1, 1, (), is_activation=True),
+    "stream_chain": OpSpec(3, 1 + 2 * STREAM_MAX_STAGES, 1, ("stages", "residual", "band_rows")),
 }
 # The forward (inference) ops, in OP_SPECS order; the training ops follow below.
 FORWARD_OPS: tuple[str, ...] = tuple(OP_SPECS)

@@ -243,6 +243,32 @@ def _check_concat(graph: Graph, op: Op, x: tuple[int, ...], out: tuple[int, ...]
                   f"{sum(s[ax] for s in shapes)}")
 
 
+def _check_stream_chain(graph: Graph, op: Op, x: tuple[int, ...], out: tuple[int, ...]) -> None:
+    """The chain an op of the stream pass stands for: well-formed attributes, and every one of
+    its ops' checks (ir.stream.chain_graph)."""
+    from .stream import chain_graph, stage_inputs  # lazy: stream.py imports graph only
+
+    stages, band = op.attrs["stages"], op.attrs["band_rows"]
+    if not isinstance(band, int) or isinstance(band, bool) or band < 1:
+        _fail(op, f"band_rows must be a positive integer, got {band!r}")
+    if not isinstance(stages, (tuple, list)) or not stages \
+            or len(op.inputs) != 1 + 2 * len(stages):
+        _fail(op, f"{len(op.inputs)} inputs do not fit {len(stages or ())} stages "
+                  "(x, then a weight and a bias per stage)")
+    if any(not stage_inputs(op, j)[1] for j in range(len(stages))):
+        _fail(op, "every stage needs a bias")
+    try:
+        chain = chain_graph(graph, op)
+    except (KeyError, TypeError, ValueError) as e:
+        _fail(op, f"malformed stages: {e}")
+    if any(chain.tensors[n].dtype != "int8" for n in (*chain.inputs, *chain.outputs)):
+        _fail(op, "streams int8 tensors only")
+    try:
+        verify(chain)
+    except ModelError as e:
+        _fail(op, f"its chain: {e}")
+
+
 SHAPE_CHECKS: dict[str, ShapeCheck] = {
     "conv2d": _check_window,
     "depthwise_conv2d": _check_window,
@@ -260,6 +286,7 @@ SHAPE_CHECKS: dict[str, ShapeCheck] = {
     "dequantize": _check_same_shape,
     "relu": _check_same_shape,
     "relu6": _check_same_shape,
+    "stream_chain": _check_stream_chain,
 }
 
 

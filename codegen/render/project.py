@@ -77,7 +77,7 @@ def runtime_files(calls: Iterable[KernelCall] | None = None) -> dict[str, bytes]
     if calls is None:
         needed = sorted(root.rglob("*.c"))
     else:
-        kernels = sorted({c.kernel for c in calls})
+        kernels = sorted({k for c in calls for k in c.callees()})
         missing = index.missing(kernels)
         if missing:
             raise ValueError(f"kernels {missing} are defined nowhere in {root}")
@@ -317,7 +317,9 @@ def _manifest(lowered: Lowered, source: SourceInfo, prefix: str, ctx: dict[str, 
                    "infer_arena_bytes": infer.plan.arena_bytes,
                    "infer_lower_bound_bytes": infer.plan.lower_bound_bytes,
                    "constant_bytes": ctx["constant_bytes"],
-                   "param_image_bytes": ctx["image_bytes"]},
+                   "param_image_bytes": ctx["image_bytes"],
+                   "stream": {"infer": infer.stream,
+                              "train": train.stream if train is not None else None}},
         "training": training,
         "kernels": ctx["kernels"],
         "ops": [{"op": c.op, "kernel": c.kernel, "backend": c.backend,

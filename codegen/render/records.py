@@ -31,11 +31,14 @@ from ..backends import (
     ArrayArg,
     ConstArray,
     ContextArg,
+    ExprArg,
+    FunctionArg,
     KernelCall,
     NullArg,
     ScalarArg,
     Struct,
     StructArg,
+    StructArrayArg,
     TensorArg,
     TensorListArg,
 )
@@ -61,6 +64,7 @@ class LoweredGraph:
     plan: MemoryPlan
     calls: tuple[KernelCall, ...]
     lowering: Any = None              # the backends.Lowering the calls were chosen by
+    stream: Any = None                # what the stream stage streamed (pipeline.plan_project)
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,12 +163,20 @@ class _KernelConstants:
         """The name of a static struct holding ``s`` (or ``init``); ``qualifier``: "const",
         or the macro that is "const" unless the build binds arena addresses at run time."""
         text = self.struct_init(s) if init is None else init
-        key = ("s", s.ctype, text)
+        return self._struct(s.ctype, text, qualifier, "")
+
+    def struct_array(self, arr: StructArrayArg) -> str:
+        """The name of a static const array holding the structs of ``arr``."""
+        text = "{" + ", ".join(self.struct_init(v) for v in arr.values) + "}"
+        return self._struct(arr.struct, text, "const", f"[{len(arr.values)}]")
+
+    def _struct(self, ctype: str, text: str, qualifier: str, dims: str) -> str:
+        key = ("s", ctype + dims, text)
         hit = self._index.get(key)
         if hit is None:
-            hit = f"{self.p}_s{len(self.structs)}_{_hint(s.ctype.removeprefix('pe_'))}"
-            self.structs.append({"name": hit, "ctype": s.ctype, "init": text,
-                                 "qualifier": qualifier})
+            hit = f"{self.p}_s{len(self.structs)}_{_hint(ctype.removeprefix('pe_'))}"
+            self.structs.append({"name": hit, "ctype": ctype, "init": text,
+                                 "qualifier": qualifier, "dims": dims})
             self._index[key] = hit
         return hit
 
@@ -215,6 +227,8 @@ class RecordBuilder:
         self.constants: dict[str, dict[str, Any]] = {}
         self.identifiers: list[str] = []
         self.uses_no_scratch = False
+        # functions the calls pass by address (FunctionArg: a stream_chain's stage function)
+        self.functions: list[dict[str, Any]] = []
         # "target = arena address;" statements of <p>_bind_arena(): the arena pointers that
         # static initializers hold (kernel contexts, pointer lists), set at run time in a
         # user-arena build (their initializers then hold NULL)
@@ -282,41 +296,7 @@ class RecordBuilder:
         lists = []
         used: set[str] = set()
         for k, call in enumerate(lg.calls):
-            where = f"op {call.op!r}"
-            args = []
-            for arg_name, arg in call.args:
-                if isinstance(arg, ContextArg):
-                    args.append(self._context(call, scratch, arena, fn))
-                elif isinstance(arg, StructArg):
-                    args.append("&" + self.kconst.struct(arg.value))
-                elif isinstance(arg, TensorArg):
-                    args.append(self._pointer(arg.tensor, arg.ctype, graph, arena, where))
-                    used.add(arg.tensor)
-                elif isinstance(arg, TensorListArg):
-                    elem = arg.ctype.strip()[:-1].strip()           # 'const int8_t *const'
-                    ptr = elem.removesuffix("const").strip()        # 'const int8_t *'
-                    lname = f"{self.p}_{fn}_list{len(lists)}"
-                    pointers = [self._pointer(t, ptr, graph, arena, where, static=True)
-                                for t in arg.tensors]
-                    binds = [f"{lname}[{i}] = {self._pointer(t, ptr, graph, arena, where)};"
-                             for i, t in enumerate(arg.tensors)
-                             if t not in self.param_slots and t in arena]
-                    self.arena_binds += binds
-                    if binds and elem.endswith("const"):   # assigned by <p>_bind_arena()
-                        elem = f"{elem.removesuffix('const').rstrip()}{self.macros['arena_const']}"
-                    lists.append({"name": lname, "elem": elem, "size": len(arg.tensors),
-                                  "pointers": pointers})
-                    used.update(arg.tensors)
-                    args.append(lname)
-                elif isinstance(arg, ArrayArg):
-                    args.append(self.kconst.array(arg.value))
-                elif isinstance(arg, ScalarArg):
-                    args.append(c_float(arg.value, self.macros["inf"]) if arg.ctype == "float"
-                                else str(int(arg.value)))
-                elif isinstance(arg, NullArg):
-                    args.append("NULL")
-                else:                                              # pragma: no cover
-                    raise TypeError(f"{where}: unknown argument {arg_name!r}: {arg!r}")
+            args = self._args(call, graph, arena, scratch, fn, lists, used)
             op = ops[call.op]
             calls.append({"index": k, "kernel": call.kernel, "args": args,
                           "comment": comment_text(f"{op.type} {op.name}"),
@@ -336,6 +316,63 @@ class RecordBuilder:
         return {"name": fn, "calls": calls, "lists": lists, "offsets": offsets,
                 "arena_bytes": plan.arena_bytes, "lower_bound_bytes": plan.lower_bound_bytes,
                 "steps": len(lg.calls), "_arena": arena}
+
+    def _args(self, call: KernelCall, graph: Graph, arena: Mapping[str, _Slot],
+              scratch: Mapping[str, int], fn: str, lists: list[dict[str, Any]],
+              used: set[str]) -> list[str]:
+        """The C expressions of a call's arguments (the constants, lists and stage functions
+        they need are recorded on the way)."""
+        where = f"op {call.op!r}"
+        args = []
+        for arg_name, arg in call.args:
+            if isinstance(arg, ContextArg):
+                args.append(self._context(call, scratch, arena, fn))
+            elif isinstance(arg, StructArg):
+                args.append("&" + self.kconst.struct(arg.value))
+            elif isinstance(arg, StructArrayArg):
+                args.append(self.kconst.struct_array(arg))
+            elif isinstance(arg, TensorArg):
+                args.append(self._pointer(arg.tensor, arg.ctype, graph, arena, where))
+                used.add(arg.tensor)
+            elif isinstance(arg, TensorListArg):
+                elem = arg.ctype.strip()[:-1].strip()           # 'const int8_t *const'
+                ptr = elem.removesuffix("const").strip()        # 'const int8_t *'
+                lname = f"{self.p}_{fn}_list{len(lists)}"
+                pointers = [self._pointer(t, ptr, graph, arena, where, static=True)
+                            for t in arg.tensors]
+                binds = [f"{lname}[{i}] = {self._pointer(t, ptr, graph, arena, where)};"
+                         for i, t in enumerate(arg.tensors)
+                         if t not in self.param_slots and t in arena]
+                self.arena_binds += binds
+                if binds and elem.endswith("const"):   # assigned by <p>_bind_arena()
+                    elem = f"{elem.removesuffix('const').rstrip()}{self.macros['arena_const']}"
+                lists.append({"name": lname, "elem": elem, "size": len(arg.tensors),
+                              "pointers": pointers})
+                used.update(arg.tensors)
+                args.append(lname)
+            elif isinstance(arg, ArrayArg):
+                args.append(self.kconst.array(arg.value))
+            elif isinstance(arg, ScalarArg):
+                args.append(c_float(arg.value, self.macros["inf"]) if arg.ctype == "float"
+                            else str(int(arg.value)))
+            elif isinstance(arg, NullArg):
+                args.append("NULL")
+            elif isinstance(arg, ExprArg):
+                args.append(arg.expr)
+            elif isinstance(arg, FunctionArg):
+                name = f"{self.p}_{fn}_fn{len(self.functions)}"
+                record = {"name": name, "params": arg.params, "select": arg.select,
+                          "comment": comment_text(f"stage function of {call.op}"),
+                          "cases": []}
+                self.functions.append(record)
+                record["cases"] = [
+                    {"index": i, "kernel": c.kernel,
+                     "args": self._args(c, graph, arena, scratch, fn, lists, used)}
+                    for i, c in enumerate(arg.cases)]
+                args.append(name)
+            else:                                              # pragma: no cover
+                raise TypeError(f"{where}: unknown argument {arg_name!r}: {arg!r}")
+        return args
 
     def _profile_marks(self, calls: list[dict[str, Any]], ops: Sequence[Op]) -> None:
         """Instruction-counter markers of the training step: each run of calls of one phase
@@ -403,6 +440,7 @@ class RecordBuilder:
             "input": io_in, "output": io_out, "infer": infer, "train": train,
             "params": params, "constants": constants,
             "kernel_arrays": self.kconst.arrays, "kernel_structs": self.kconst.structs,
+            "kernel_functions": self.functions,
             "kernels": sorted({c["kernel"] for f in (infer, train) if f for c in f["calls"]}),
             "uses_no_scratch": self.uses_no_scratch, "arena_binds": list(self.arena_binds),
             "constant_bytes": sum(align_up(c["_data"].nbytes, ALIGNMENT)
@@ -571,6 +609,7 @@ class RecordBuilder:
         names += [s["macro"] for s in ctx["params"]["slots"]]
         names += [a["name"] for a in ctx["kernel_arrays"]]
         names += [s["name"] for s in ctx["kernel_structs"]]
+        names += [f["name"] for f in ctx["kernel_functions"]]
         for f in (ctx["infer"], ctx["train"]):
             if f is not None:
                 names += [o["macro"] for o in f["offsets"]]

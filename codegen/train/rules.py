@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from ..errors import SpecError
 from ..golden.numerics import activation_range
 from ..ir import OP_SPECS, Op, weight_axis
 from .spec import LayerUpdate
@@ -156,6 +157,16 @@ def _relu(b: Backward, op: Op, dz: Grad) -> None:
     b.give(op.inputs[0], b.through_activation(op, op.type, dz))
 
 
+def _stream_chain(b: Backward, op: Op, dz: Grad) -> None:
+    """A stream_chain op (codegen.stream) holds frozen ops only: no gradient flows through
+    it. The stream pass fuses ops the backward does not reach, so a training graph built on
+    a streamed graph only gets here when the chain lies between trainable layers."""
+    if b.requires(op.inputs[0]):
+        stages = ", ".join(st["op"] for st in op.attrs["stages"])
+        raise SpecError(f"op {op.name!r} streams {stages} in row bands and has no backward; "
+                        "build the training graph from the model before streaming it")
+
+
 GRAD_RULES: dict[str, Rule] = {
     "conv2d": _layer,
     "depthwise_conv2d": _layer,
@@ -173,6 +184,7 @@ GRAD_RULES: dict[str, Rule] = {
     "dequantize": _identity,
     "relu": _relu,
     "relu6": _relu,
+    "stream_chain": _stream_chain,
 }
 
 

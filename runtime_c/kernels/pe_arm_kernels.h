@@ -49,6 +49,23 @@ void pe_fully_connected_s8_arm(const pe_context *ctx, const pe_fc_params *params
                                const int8_t *filter, const int32_t *bias,
                                const pe_dims *output_dims, int8_t *output);
 
+/* stream_chain out of line (pe_stream_chain_s8_arm.c): pe_stream_chain_s8's arguments plus,
+ * after stages, the bodies' constants (pe_kernels.h: pe_stream_arm_params, one
+ * pe_stream_arm_stage per stage); ctx->buf holds the row buffers, the schedule's state and
+ * the stage bodies' scratch (params->kernel_scratch_offset). */
+void pe_stream_chain_s8_arm(const pe_context *ctx, const pe_stream_params *params,
+                            const pe_stream_stage *stages, const pe_stream_arm_params *arm,
+                            const pe_stream_arm_stage *arm_stages,
+                            const int8_t *const *filters, const int32_t *const *biases,
+                            const pe_dims *input_dims, const int8_t *input,
+                            const pe_dims *output_dims, int8_t *output);
+/* stream_chain as generated models run it (pe_stream_chain_fn.c): the stages and the residual
+ * add by `fn`, a stage function of the model's with every shape a literal. */
+void pe_stream_chain_s8_arm_fn(const pe_context *ctx, const pe_stream_params *params,
+                               const pe_stream_stage *stages, pe_stream_fn fn,
+                               const pe_dims *input_dims, const int8_t *input,
+                               const pe_dims *output_dims, int8_t *output);
+
 void pe_add_s8_arm(const pe_add_params *params, const int32_t *tables, const int32_t *rq,
                    int32_t size, const int8_t *input1, const int8_t *input2, int8_t *output);
 

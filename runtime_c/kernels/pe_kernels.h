@@ -224,6 +224,94 @@ typedef struct {
     int32_t zero_point;
 } pe_affine_params_f32;
 
+/* A stream_chain op (codegen/ir/stream.py): a chain of int8 convolutions run in bands of
+ * output rows. One pe_stream_stage per stage: kind PE_STREAM_CONV (params as
+ * pe_conv_params's fields; ch_mult unused) or PE_STREAM_DEPTHWISE, the stage's requantization,
+ * filter dims, output dims (the whole stage output), window = (k_h - 1) * dilation.h + 1, and
+ * where its output rows are kept: buffer_rows rows from buffer_offset in ctx->buf (every stage
+ * but the last, which writes the op's output). */
+#define PE_STREAM_CONV 0
+#define PE_STREAM_DEPTHWISE 1
+#define PE_STREAM_MAX_STAGES 32
+
+typedef struct {
+    int32_t kind;
+    pe_dw_conv_params params;
+    pe_per_channel_quant quant;
+    pe_dims filter_dims;
+    pe_dims output_dims;
+    int32_t window;
+    int32_t buffer_offset;
+    int32_t buffer_rows;
+} pe_stream_stage;
+
+/* residual: 0 none; 1 output = add(chain, input); 2 output = add(input, chain), with add's
+ * parameters (input1 the first operand). band_rows: output rows per band; state_offset:
+ * where in ctx->buf the schedule keeps its three int32 per stage (after the row buffers);
+ * kernel_scratch_offset / _bytes: the part of ctx->buf the stage kernels get as theirs. */
+typedef struct {
+    int32_t num_stages;
+    int32_t band_rows;
+    int32_t residual;
+    int32_t state_offset;
+    int32_t kernel_scratch_offset;
+    int32_t kernel_scratch_bytes;
+    pe_add_params add;
+} pe_stream_params;
+
+/* One step of a stream_chain's band schedule (pe_stream.h), as its stage function gets it:
+ * stage `index` produces out_dims.h rows into `output` from in_dims.h rows of its input at
+ * `input` with top padding pad_h (negative: the window starts below the rows given);
+ * index == num_stages: the residual add of `size` values, `input` the input's rows and
+ * `output` the chain's, added in place. ctx: the stage kernels' scratch. */
+typedef struct {
+    const void *user;
+    const pe_context *ctx;
+    int32_t index;
+    const pe_stream_stage *stage;
+    int32_t pad_h;
+    pe_dims in_dims;
+    const int8_t *input;
+    const int8_t *filter;
+    const int32_t *bias;
+    pe_dims out_dims;
+    int8_t *output;
+    int32_t size;
+} pe_stream_call;
+
+typedef void (*pe_stream_fn)(const pe_stream_call *call);
+
+/* The arm backend's out-of-line stream_chain (pe_stream_chain_s8_arm, pe_arm_kernels.h) runs
+ * each stage through the body of its arm kernel with run-time shapes: per stage the body
+ * (form), its mode bits (w16 and depthwise modes; conv: 1 when `filter` is a packed copy), the
+ * output offset it is given (0 when folded into the constants), and its compile-time arrays
+ * (NULL: not used; filter NULL: the stage's weights as they are); bias from the biases list
+ * when use_bias; a residual add runs pe_arm_add_s8 with add_tables / add_rq and the output
+ * stage after them. */
+#define PE_STREAM_ARM_W16 0
+#define PE_STREAM_ARM_CONV 1
+#define PE_STREAM_ARM_DEPTHWISE 2
+
+typedef struct {
+    int32_t form;
+    int32_t mode;
+    int32_t output_offset;
+    int32_t use_bias;
+    const int32_t *words;
+    const int8_t *filter;
+    const int32_t *ksum;
+    const int32_t *rq;
+} pe_stream_arm_stage;
+
+typedef struct {
+    const int32_t *add_tables;
+    const int32_t *add_rq;
+    int32_t add_multiplier;
+    int32_t add_shift;
+    int32_t add_offset;
+    pe_activation add_activation;
+} pe_stream_arm_params;
+
 /* ------------------------------------------------------------------------------------------
  * Parameter structs of the training kernels (their prototypes: pe_train_kernels.h). Kept here
  * so that codegen/backends/kernel_call.py's STRUCTS mirrors one header.
@@ -485,6 +573,14 @@ void pe_fully_connected_f32(const pe_context *ctx, const pe_fc_params_f32 *param
                             const pe_dims *input_dims, const float *input,
                             const pe_dims *filter_dims, const float *filter, const float *bias,
                             const pe_dims *output_dims, float *output);
+
+/* stream_chain: the chain's output, band by band; ctx->buf holds the stages' row buffers
+ * (pe_stream.h: the band schedule, the same steps as codegen/ir/stream.py band_plan).
+ * filters[j] / biases[j]: stage j's weights and bias. The output must not overlap the input. */
+void pe_stream_chain_s8(const pe_context *ctx, const pe_stream_params *params,
+                        const pe_stream_stage *stages, const int8_t *const *filters,
+                        const int32_t *const *biases, const pe_dims *input_dims,
+                        const int8_t *input, const pe_dims *output_dims, int8_t *output);
 
 /* ------------------------------------------------------------------------------------------
  * Pooling: filter_dims = {1, f_h, f_w, 1}. int8 pooling does not requantize (input and

@@ -20,9 +20,17 @@ from codegen.backends import NullArg, Target, arm
 from codegen.backends.params import MUTABLE
 from codegen.ir import Graph
 from tests.backends import cmsis_cases
-from tests.kernels.cases import Case, Rng, _pair, conv2d_graph, random_feeds
+from tests.kernels.cases import (
+    Case,
+    Rng,
+    _pair,
+    conv2d_graph,
+    random_feeds,
+    stream_chain_case,
+)
 
-OPS = tuple(arm.OUT_OF_LINE)             # the forward ops (training ops: arm_train_cases)
+# the forward ops (training ops: arm_train_cases)
+OPS = (*arm.OUT_OF_LINE, "stream_chain")
 
 
 def conv_pointwise(rng: Rng) -> Case:
@@ -120,6 +128,7 @@ FAMILIES: dict[str, list[tuple[float, Callable[[Rng], Case]]]] = {
                          (0.25, dw_window), (0.25, dw_fast), (0.15, dw_ties)],
     "fully_connected": [(1.0, fc_wide)],
     "add": [(1.0, lambda rng: cmsis_cases.case("add", rng))],
+    "stream_chain": [(1.0, lambda rng: stream_chain_case(rng, arm=True))],
 }
 
 
@@ -176,6 +185,12 @@ def path(graph: Graph, batch: int, form: str = "arm") -> str:
         return "fc-" + "-".join(filter(None, ["quads" if units >= 4 else "",
                                               "rest" if units % 4 else "",
                                               "tail" if depth % 4 else ""]))
+    if op.type == "stream_chain":              # the forms of its stages, in order
+        call = arm.stream_out_of_line(graph, op, batch, Target())
+        forms = {v: k for k, v in arm.STREAM_FORMS.items()}
+        names = [forms[st.values["form"]].removeprefix("pe_arm_").removesuffix("_s8")
+                 for st in call.arg("arm_stages").values] if call is not None else ["ref"]
+        return "stream-" + "+".join(names) + ("+add" if op.attrs["residual"] else "")
     call = arm.ARM.build(graph, op, batch, Target())
     assert call is not None
     return "add-generic" if isinstance(call.arg("rq"), NullArg) else "add-rq"

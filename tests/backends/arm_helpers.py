@@ -6,10 +6,11 @@ declines)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from codegen.backends import Target, kernel_call
-from codegen.backends.arm import ARM, body_call, out_of_line
+from codegen.backends.arm import ARM, GENERIC, body_call, out_of_line, stream_out_of_line
 from codegen.ir import Graph, Op
 from tests.kernels.c_runner import INCLUDES, KERNELS_DIR, compile_objects
 
@@ -21,12 +22,24 @@ HELIUM = Target("helium", "cortex-m", frozenset({"dsp", "mve"}))   # the natural
 
 
 def arm_record(graph: Graph, op: Op, batch: int = 1, target: Target | None = None,
-               form: str = "arm"):
-    """The arm record of ``op`` in one of FORMS, or None when arm declines it."""
+               form: str = "arm", specialised: bool = False):
+    """The arm record of ``op`` in one of FORMS, or None when arm declines it.
+
+    A stream_chain's record in a generated model passes a stage function the model defines
+    (``specialised``: that form, for the tests that render C); otherwise its out-of-line form,
+    which ctypes can call: over the bodies' constants (arm, arm-helium) or the weights as they
+    are (arm-plain, arm-ool)."""
+    t = target or Target()
+    if op.type == "stream_chain" and not specialised:
+        if form in ("arm-plain", "arm-ool"):
+            t = replace(t, features=t.features | {GENERIC})
+        return stream_out_of_line(graph, op, batch, HELIUM if form == "arm-helium" else t)
     if form == "arm":
-        return ARM.build(graph, op, batch, target or Target())
+        return ARM.build(graph, op, batch, t)
     if form == "arm-helium":
         return ARM.build(graph, op, batch, HELIUM)
+    if op.type == "stream_chain":
+        return ARM.build(graph, op, batch, replace(t, features=t.features | {GENERIC}))
     ool = out_of_line(graph, op, batch, target)
     if ool is None or form == "arm-ool":
         return ool

@@ -149,7 +149,7 @@ def test_w16_forms_follow_the_bias_and_the_bound():
 def test_builders_take_and_decline():
     rng = np.random.default_rng(0)
     taken = {}
-    for op_type in arm_cases.OPS:
+    for op_type in arm.OUT_OF_LINE:            # stream_chain: test_stream_chain_record
         n = 0
         for graph, _, batch in arm_cases.iter_cases(op_type, 120):
             call = arm_record(graph, graph.ops[0], batch)
@@ -182,6 +182,49 @@ def test_builders_take_and_decline():
     dw_dil, _ = _dw(rng, 1, (3, 3), 3, dilation=(2, 1))
     assert arm.ARM.build(dw_dil, dw_dil.ops[0], 1, Target()) is None
     assert kernel_call(mult, mult.ops[0]).backend == "ref"
+
+
+def test_stream_chain_record():
+    """A stream_chain op runs its stages as the bodies their own ops would (the same forms,
+    packed streams and folded constants): in a generated model through a stage function whose
+    cases call them with every shape a literal but the band's rows and padding, out of line
+    through pe_stream_arm_stage structs; the bodies' scratch after the row buffers and state.
+    A chain with a stage arm declines goes to ref whole."""
+    from codegen.backends import ExprArg, FunctionArg
+    from codegen.ir.stream import chain_graph
+
+    taken = 0
+    for graph, _, batch in arm_cases.iter_cases("stream_chain", 60):
+        op = graph.ops[0]
+        ool = arm_record(graph, op, batch)
+        ref = kernel_call(graph, op, batch)
+        chain = chain_graph(graph, op)
+        alone = [arm.ARM.build(chain, o, 1, Target()) for o in chain.ops]
+        if ool is None:
+            assert None in alone and ref.kernel == "pe_stream_chain_s8"
+            assert arm.ARM.build(graph, op, batch, Target()) is None
+            continue
+        taken += 1
+        assert ool.kernel == "pe_stream_chain_s8_arm" and None not in alone
+        stages = ool.arg("arm_stages").values
+        assert [arm.STREAM_FORMS[c.kernel] for c in alone if c.kernel in arm.STREAM_FORMS] \
+            == [st.values["form"] for st in stages]
+        params = ool.arg("params").value.values
+        assert params["kernel_scratch_offset"] >= ref.scratch_bytes
+        assert ool.scratch_bytes == params["kernel_scratch_offset"] + \
+            params["kernel_scratch_bytes"]
+        assert [n for n, _ in ool.args][:4] == ["ctx", "params", "stages", "arm"]
+        fn_call = arm.ARM.build(graph, op, batch, Target())
+        fn = fn_call.arg("fn")
+        assert fn_call.kernel == "pe_stream_chain_s8_arm_fn" and isinstance(fn, FunctionArg)
+        assert [c.kernel for c in fn.cases] == [c.kernel for c in alone]
+        assert fn_call.scratch_bytes == ool.scratch_bytes
+        for case in fn.cases:
+            exprs = {a.expr for _, a in case.args if isinstance(a, ExprArg)}
+            assert {"c->input", "c->output"} <= exprs
+            if case.kernel != "pe_arm_add_s8":
+                assert {"c->ctx", "c->in_dims.h", "c->out_dims.h", "c->pad_h"} <= exprs
+    assert taken > 30
 
 
 def test_depthwise_may_write_over_its_input_and_fc_packs_constant_weights():

@@ -29,7 +29,8 @@ from .arm_helpers import arm_record
 pytestmark = pytest.mark.emulator
 
 BOARDS = ("mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547")
-N_PER_OP = {"conv2d": 160, "depthwise_conv2d": 90, "fully_connected": 50, "add": 30}
+N_PER_OP = {"conv2d": 160, "depthwise_conv2d": 90, "fully_connected": 50, "add": 30,
+            "stream_chain": 40}
 IMAGE_BYTES = 160 * 1024                  # case data per image (the M55's TCMs are 512 KiB)
 CASES_PER_IMAGE = 120                     # inlined bodies: keep one file's compile short
 PATHS = {"conv-c4", "conv-c-any-tail", "conv-c4-odd-pixels", "conv-c4-odd-c", "dw-3x3-s1",
@@ -47,7 +48,7 @@ def _cases(target: Target) -> list[tuple]:
         for k, (graph, feeds, batch) in enumerate(
                 arm_cases.iter_cases(op_type, N_PER_OP[op_type], seed=29)):
             form = "arm" if k % 2 == 0 else "arm-plain"
-            if arm_record(graph, graph.ops[0], batch, target, form) is None:
+            if arm_record(graph, graph.ops[0], batch, target, form, True) is None:
                 continue
             out.append((graph, [feeds[n] for n in graph.inputs], batch,
                         arm_cases.path(graph, batch, form), form))
@@ -59,7 +60,7 @@ def _run(board: Board, cases: list[tuple], target: Target, out: Path) -> list[tu
 
     def record(graph, inputs):
         batch, form = info[id(graph)]
-        return arm_record(graph, graph.ops[0], batch, target, form)
+        return arm_record(graph, graph.ops[0], batch, target, form, specialised=True)
 
     def expected(graph, inputs):
         return {graph.ops[0].outputs[0]: golden.run(graph, *inputs)[0]}
@@ -69,7 +70,11 @@ def _run(board: Board, cases: list[tuple], target: Target, out: Path) -> list[tu
     out.mkdir(parents=True, exist_ok=True)
     harness = out / "cases.c"
     harness.write_text(src.replace("@ENTRY@", '#include "pe_runtime.h"'))
-    elf = cross_compile(board, [harness], [KERNELS_DIR, KERNELS_DIR / "arm"], out,
+    # the bodies are inlined; stream_chain's drivers are files of their own (the stage
+    # function form, and the out-of-line form over the weights as they are)
+    streams = [KERNELS_DIR / "arm" / f for f in ("pe_stream_chain_fn.c",
+                                                 "pe_stream_chain_s8_arm.c")]
+    elf = cross_compile(board, [harness, *streams], [KERNELS_DIR, KERNELS_DIR / "arm"], out,
                         ["-std=c99"], name="arm_cases")
     res = run_on_emulator(board, elf, timeout=600)
     assert res.ok, (res.exit_code, res.fault, res.stderr[-2000:])
@@ -86,6 +91,7 @@ def test_arm_kernels_bit_exact_on_the_core(name, tmp_path):
     assert len(cases) > 150
     reached = {c[3] for c in cases}
     assert PATHS <= reached, PATHS - reached
+    assert sum(p.startswith("stream-") and "ref" not in p for p in reached) >= 10
     assert {c[4] for c in cases} == {"arm", "arm-plain"}
     bad: dict[str, int] = {}
     for k, chunk in enumerate(chunk_cases(cases, IMAGE_BYTES, CASES_PER_IMAGE)):

@@ -139,7 +139,9 @@ def test_project_compiles_only_the_kernels_it_calls(tmp_path, digits_graph):
     makefile = (proj.dir / "Makefile").read_text()
     for path in REF_DIR.glob("*.c"):
         assert (path.name in sources) == (f"kernels/ref/{path.name}" in makefile), path.name
-    assert all(c["backend"] == "ref" and c["scratch_bytes"] == 0 for c in proj.manifest["ops"])
+    # ref kernels need no scratch, but for the row buffers of a streamed chain
+    assert all(c["backend"] == "ref" and (c["scratch_bytes"] == 0) !=
+               (c["kernel"] == "pe_stream_chain_s8") for c in proj.manifest["ops"])
     assert proj.manifest["chain"] == ["ref"] and proj.manifest["backend"] == "auto"
     assert "pe_conv2d_s8" in kernels
     pipeline.build(proj)                                   # links: nothing missing
@@ -154,10 +156,15 @@ def test_plan_kernels_table_and_json(capsys, tmp_path, digits_graph):
     assert main(["plan", str(model), "--train", "bias:last2", "--kernels"]) == 0
     out = capsys.readouterr().out
     assert "candidates (instructions)" in out and "ref:pe_conv2d_s8" in out
-    assert main(["plan", str(model), "--json", "--backend", "ref"]) == 0
+    assert main(["plan", str(model), "--json", "--backend", "ref", "--no-stream"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["backend"] == {"requested": "ref", "chain": ["ref"]}
     assert {r["op"] for r in doc["kernels"]} == {op.name for op in digits_graph.ops}
+    assert main(["plan", str(model), "--json", "--backend", "ref"]) == 0
+    doc = json.loads(capsys.readouterr().out)       # a chain in row bands: one kernel
+    streamed = {r["op"]: r["kernel"] for r in doc["kernels"]}["/dw/Conv../pw/Conv"]
+    assert streamed == "pe_stream_chain_s8" and doc["stream"]["chains"][0]["ops"] == [
+        "/dw/Conv", "/pw/Conv"]
     assert main(["compile", str(model), "--board", "host", "-o", str(tmp_path / "c"),
                  "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -26,6 +26,7 @@ from codegen.backends import (
     ScalarArg,
     Struct,
     StructArg,
+    StructArrayArg,
     TensorArg,
     TensorListArg,
     kernel_call,
@@ -122,10 +123,10 @@ def _struct_value(value: Struct, keep: list) -> ctypes.Structure:
     for fname, ctype, v in value.items():
         if isinstance(v, Struct):
             setattr(obj, fname, _struct_value(v, keep))
-        elif hasattr(v, "values") and hasattr(v, "ctype"):      # ConstArray
+        elif hasattr(v, "values") and hasattr(v, "ctype"):      # ConstArray (empty: NULL)
             arr = np.ascontiguousarray(v.values)
             keep.append(arr)
-            setattr(obj, fname, arr.ctypes.data)
+            setattr(obj, fname, arr.ctypes.data if arr.size else None)
         elif ctype == "float":
             setattr(obj, fname, float(v))
         else:
@@ -165,6 +166,12 @@ class RefKernels:
                 obj = _struct_value(arg.value, keep)
                 keep.append(obj)
                 argv.append(ctypes.addressof(obj))
+                argtypes.append(ctypes.c_void_p)
+            elif isinstance(arg, StructArrayArg):
+                objs = (struct_type(arg.struct) * len(arg.values))(
+                    *[_struct_value(v, keep) for v in arg.values])
+                keep.append(objs)
+                argv.append(ctypes.addressof(objs))
                 argtypes.append(ctypes.c_void_p)
             elif isinstance(arg, TensorArg):
                 arr = values[arg.tensor]

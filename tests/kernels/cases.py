@@ -13,7 +13,17 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from codegen.golden.kernels.common import batched
-from codegen.ir import ACTIVATIONS, Graph, QuantParams, Role, Tensor, conv_out_size, same_padding
+from codegen.ir import (
+    ACTIVATIONS,
+    Graph,
+    Op,
+    QuantParams,
+    Role,
+    Tensor,
+    conv_out_size,
+    same_padding,
+    verify,
+)
 from tests.frontend.single_op import single_op_graph
 
 Rng = np.random.Generator
@@ -356,6 +366,84 @@ def reshape_case(rng: Rng) -> Case:
             int(rng.integers(1, 3)))
 
 
+def chain_graph(rng: Rng, residual: bool | None = None, arm: bool = False
+                ) -> tuple[Graph, list[str], str | None]:
+    """A random int8 chain of 1-4 conv2d / depthwise_conv2d ops (kernel heights 1-7, strides
+    1-2, dilation 1-2, any padding and activation; with a residual add of the chain's input:
+    stride 1, SAME padding, the input's channels at the end) as a plain graph, with the names
+    of its stages and of the add (or None) — what the stream pass fuses. ``arm``: what the
+    arm kernels take (depth multiplier 1, no dilation)."""
+    residual = bool(rng.random() < 0.35) if residual is None else residual
+    while True:
+        g = Graph(name="chain")
+        h, w, c = int(rng.integers(1, 14)), int(rng.integers(1, 9)), int(rng.integers(1, 7))
+        xq = _act_q(rng)
+        cur = g.add_tensor(_act("x", (1, h, w, c), "int8", xq))
+        names: list[str] = []
+        n = int(rng.integers(1 if residual else 2, 5))
+        for j in range(n):
+            last = j == n - 1
+            dw = bool(rng.random() < 0.45) and not (residual and last and cur.shape[3] != c)
+            k = (int(rng.choice([1, 1, 2, 3, 3, 5, 7])), int(rng.choice([1, 2, 3, 5])))
+            stride = (1, 1) if residual else _pair(rng, 1, 2)
+            dil = (1, 1) if rng.random() < 0.8 or arm else _pair(rng, 1, 2)
+            hw = cur.shape[1:3]
+            if residual:
+                pads = tuple(int(v) for v in (*same_padding(hw[0], k[0], 1, dil[0])[1:],
+                                              *same_padding(hw[1], k[1], 1, dil[1])[1:]))
+            else:
+                pads = _padding(rng, hw, k, stride, dil)
+            oh = conv_out_size(hw[0], k[0], stride[0], dil[0], pads[0], pads[1])
+            ow = conv_out_size(hw[1], k[1], stride[1], dil[1], pads[2], pads[3])
+            if oh < 1 or ow < 1:
+                break
+            ci = cur.shape[3]
+            if dw:
+                mult = 1 if (residual and last) or arm else int(rng.integers(1, 3))
+                o = ci * mult
+                wt = _weights(rng, (1, *k, o), 3, "int8", per_channel=rng.random() < 0.8)
+            else:
+                o = c if residual and last else int(rng.integers(1, 9))
+                wt = _weights(rng, (o, *k, ci), 0, "int8", per_channel=rng.random() < 0.8)
+            wt = g.add_tensor(wt.replace(name=f"w{j}"))
+            b = g.add_tensor(_bias(rng, o, cur.quant.s, wt, "int8").replace(name=f"b{j}"))
+            taps = k[0] * k[1] * (1 if dw else ci)
+            y = g.add_tensor(_act(f"t{j}", (1, oh, ow, o), "int8",
+                                  _out_q(rng, cur.quant.s, wt, taps)))
+            attrs = {"stride": stride, "dilation": dil, "padding": pads,
+                     "activation": str(rng.choice(ACTIVATIONS))}
+            if dw:
+                attrs["depth_multiplier"] = mult
+            g.add_op(Op("depthwise_conv2d" if dw else "conv2d", f"s{j}",
+                        (cur.name, wt.name, b.name), (y.name,), attrs))
+            names.append(f"s{j}")
+            cur = y
+        else:
+            add = None
+            if residual:
+                add = "add"
+                z = g.add_tensor(_act("y", cur.shape, "int8",
+                                      _act_q(rng, (xq.s + cur.quant.s) * float(
+                                          rng.uniform(0.4, 1.5)))))
+                pair = (cur.name, "x") if rng.random() < 0.5 else ("x", cur.name)
+                g.add_op(Op("add", add, pair, (z.name,),
+                            {"activation": str(rng.choice(ACTIVATIONS))}))
+                cur = z
+            g.inputs, g.outputs = ["x"], [cur.name]
+            return verify(g), names, add
+
+
+def stream_chain_case(rng: Rng, arm: bool = False) -> Case:
+    """A random chain (``chain_graph``) fused into one stream_chain op with a random band
+    height."""
+    from codegen.stream import fuse
+
+    g, names, add = chain_graph(rng, arm=arm)
+    height = g.tensors[g.outputs[0]].shape[1]
+    band = int(rng.choice([1, 1, 2, 3, height, int(rng.integers(1, height + 1))]))
+    return verify(fuse(g, names, add, band_rows=min(band, height))), int(rng.integers(1, 3))
+
+
 CASES: dict[str, Callable[[Rng], Case]] = {
     "conv2d": conv2d_case,
     "depthwise_conv2d": depthwise_conv2d_case,
@@ -373,6 +461,7 @@ CASES: dict[str, Callable[[Rng], Case]] = {
     "dequantize": dequantize_case,
     "relu": _activation_case("relu"),
     "relu6": _activation_case("relu6"),
+    "stream_chain": stream_chain_case,
 }
 
 # Float outputs that accumulate (sum orders differ from the golden model's float64 BLAS):

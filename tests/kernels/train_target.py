@@ -23,12 +23,16 @@ from codegen.backends import (
     ArrayArg,
     ConstArray,
     ContextArg,
+    ExprArg,
+    FunctionArg,
     KernelCall,
     NullArg,
     ScalarArg,
     Struct,
     StructArg,
+    StructArrayArg,
     TensorArg,
+    TensorListArg,
     kernel_call,
 )
 from codegen.golden.train_kernels import build_train_kernel
@@ -222,6 +226,8 @@ def struct_init(s: Struct, arrays: list[str], prefix: str) -> str:
     for fname, ctype, v in s.items():
         if isinstance(v, Struct):
             parts.append(struct_init(v, arrays, f"{prefix}_{fname}"))
+        elif isinstance(v, ConstArray) and not v.values.size:  # as the renderer: NULL
+            parts.append("0")
         elif isinstance(v, ConstArray):
             name = f"{prefix}_{fname}"
             arrays.append(_array(name, np.asarray(v.values), True))
@@ -270,6 +276,63 @@ def chunk_cases(cases: Sequence[tuple], image_bytes: int, max_cases: int = 0) ->
     return chunks
 
 
+def _c_args(call: KernelCall, tag: str, scratch: int, tnames: dict[str, str],
+            decls: list[str]) -> list[str]:
+    """The C arguments of one call (its constants, lists and functions added to ``decls``)."""
+    args = []
+    for k, (arg_name, arg) in enumerate(call.args):
+        if isinstance(arg, ContextArg) and scratch > 0:
+            decls.append(f"static uint8_t {tag}_scratch[{scratch}] "
+                         "__attribute__((aligned(8)));")
+            decls.append(f"static const pe_context {tag}_ctx = {{{tag}_scratch, {scratch}}};")
+            args.append(f"&{tag}_ctx")
+        elif isinstance(arg, ContextArg | NullArg):
+            args.append("0")
+        elif isinstance(arg, StructArg):
+            sname = f"{tag}_s{k}"
+            arrays: list[str] = []
+            init = struct_init(arg.value, arrays, sname)
+            decls.extend(arrays)
+            decls.append(f"static const {arg.value.ctype} {sname} = {init};")
+            args.append(f"&{sname}")
+        elif isinstance(arg, StructArrayArg):
+            sname = f"{tag}_s{k}"
+            arrays = []
+            inits = [struct_init(v, arrays, f"{sname}_{e}") for e, v in enumerate(arg.values)]
+            decls.extend(arrays)
+            decls.append(f"static const {arg.struct} {sname}[{len(inits)}] = "
+                         f"{{{', '.join(inits)}}};")
+            args.append(sname)
+        elif isinstance(arg, TensorListArg):
+            lname = f"{tag}_l{k}"
+            elem = arg.ctype.strip()[:-1].strip()            # 'const int8_t *const'
+            decls.append(f"static {elem} {lname}[{len(arg.tensors)}] = "
+                         f"{{{', '.join(tnames[t] for t in arg.tensors)}}};")
+            args.append(lname)
+        elif isinstance(arg, TensorArg):
+            args.append(tnames[arg.tensor])
+        elif isinstance(arg, ArrayArg):
+            aname = f"{tag}_a{k}"
+            decls.append(_array(aname, np.asarray(arg.value.values), True))
+            args.append(aname)
+        elif isinstance(arg, ScalarArg):
+            args.append(_literal(arg.value, arg.ctype))
+        elif isinstance(arg, ExprArg):
+            args.append(arg.expr)
+        elif isinstance(arg, FunctionArg):          # defined here, as a generated model does
+            fname = f"{tag}_f{k}"
+            lines = [f"static void {fname}({arg.params})", "{", f"    switch ({arg.select}) {{"]
+            for n, case in enumerate(arg.cases):
+                inner = _c_args(case, f"{fname}_{n}", 0, tnames, decls)
+                lines += [f"    case {n}:", f"        {case.kernel}({', '.join(inner)});",
+                          "        break;"]
+            decls.append("\n".join([*lines, "    default:", "        break;", "    }", "}"]))
+            args.append(fname)
+        else:
+            raise TypeError(f"{arg_name}: {arg!r}")
+    return args
+
+
 def render_cases(cases: Sequence[tuple[Graph, list]], record: Record = training_record,
                  expected: Expected = training_expected,
                  headers: Sequence[str] = ("pe_train_kernels.h",), fill: int = 0,
@@ -298,33 +361,7 @@ def render_cases(cases: Sequence[tuple[Graph, list]], record: Record = training_
             writes = name in want
             decls.append(_array(cname, arr, const=not writes))
             tnames[name] = cname
-        args = []
-        for k, (arg_name, arg) in enumerate(call.args):
-            if isinstance(arg, ContextArg) and call.scratch_bytes > 0:
-                decls.append(f"static uint8_t c{i}_scratch[{call.scratch_bytes}] "
-                             "__attribute__((aligned(8)));")
-                decls.append(f"static const pe_context c{i}_ctx = {{c{i}_scratch, "
-                             f"{call.scratch_bytes}}};")
-                args.append(f"&c{i}_ctx")
-            elif isinstance(arg, ContextArg | NullArg):
-                args.append("0")
-            elif isinstance(arg, StructArg):
-                sname = f"c{i}_s{k}"
-                arrays: list[str] = []
-                init = struct_init(arg.value, arrays, sname)
-                decls.extend(arrays)
-                decls.append(f"static const {arg.value.ctype} {sname} = {init};")
-                args.append(f"&{sname}")
-            elif isinstance(arg, TensorArg):
-                args.append(tnames[arg.tensor])
-            elif isinstance(arg, ArrayArg):
-                aname = f"c{i}_a{k}"
-                decls.append(_array(aname, np.asarray(arg.value.values), True))
-                args.append(aname)
-            elif isinstance(arg, ScalarArg):
-                args.append(_literal(arg.value, arg.ctype))
-            else:
-                raise TypeError(f"{arg_name}: {arg!r}")
+        args = _c_args(call, f"c{i}", call.scratch_bytes, tnames, decls)
         body.append(f"PE_CASE c{i}_run(void)")
         body.append("{")
         body.append("    uint32_t h;")

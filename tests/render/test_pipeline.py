@@ -11,12 +11,15 @@ from codegen.render import Lowered
 
 def test_stages_in_order_and_alone(tmp_path, digits_graph):
     assert [name for name, _ in pipeline.STAGES] == [
-        "load", "quantize", "training_graph", "lower", "plan", "embed", "render", "write",
-        "build", "run", "run_device"]
+        "load", "quantize", "training_graph", "stream", "lower", "plan", "embed", "render",
+        "write", "build", "run", "run_device"]
     src = pipeline.quantize(pipeline.load(digits_graph), None)   # int8: passes through
     assert src.graph is digits_graph and len(src.sha256) == 64
     tg = pipeline.training_graph(src.graph, "bias:last2")
     verify(tg)
+    streamed = pipeline.stream(tg)                 # a graph transformation: ops fused
+    assert verify(streamed) is streamed and pipeline.stream(tg, False) is tg
+    assert [op.type for op in streamed.ops].count("stream_chain") == 1
     lowerings = [pipeline.lower(g) for g in (src.graph, tg)]      # records before the plan
     assert all(c.backend == "ref" for lw in lowerings for c in lw.calls.values())
     infer, train = (pipeline.lowered_graph(lw.graph, lw, pipeline.plan(lw.graph, lw))

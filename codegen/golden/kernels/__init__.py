@@ -26,6 +26,7 @@ from .elementwise import (
 from .pooling import build_avg_pool2d, build_max_pool2d, build_mean
 from .shape import build_concat, build_pad, build_reshape
 from .softmax import build_softmax
+from .stream import build_stream_chain
 
 KERNEL_BUILDERS: dict[str, Callable[[OpView], Kernel]] = {
     "conv2d": build_conv2d,
@@ -44,7 +45,12 @@ KERNEL_BUILDERS: dict[str, Callable[[OpView], Kernel]] = {
     "dequantize": build_dequantize,
     "relu": build_relu,
     "relu6": build_relu6,
+    "stream_chain": lambda view: build_stream_chain(view, _build),
 }
+
+
+def _build(view: OpView) -> Kernel:
+    return KERNEL_BUILDERS[view.op.type](view)
 
 
 def build_kernel(graph: Graph, op: Op) -> Kernel:
