@@ -625,10 +625,10 @@ def stream_lines(info: dict | None) -> list[str]:
     if not chains:
         why = "off" if info["mode"] == "off" else "nothing lowers the arena"
         return [f"streamed: none ({why})"]
-    lines = [f"streamed in row bands: {plural(len(chains), 'chain')} "
-             f"({sum(len(c['ops']) for c in chains)} ops); arena {base['arena_bytes']:,} -> "
-             f"{info['arena_bytes']:,} B, lower bound {base['lower_bound_bytes']:,} -> "
-             f"{info['lower_bound_bytes']:,} B (--no-stream: off)"]
+    lines = [(f"streamed in row bands: {plural(len(chains), 'chain')} "
+              f"({sum(len(c['ops']) for c in chains)} ops); arena {base['arena_bytes']:,} -> "
+              f"{info['arena_bytes']:,} B, lower bound {base['lower_bound_bytes']:,} -> "
+              f"{info['lower_bound_bytes']:,} B (--no-stream: off)")]
     for c in chains:
         lines.append(f"  {c['op']}: {c['bands']} bands of {c['band_rows']} rows, row buffers "
                      f"{c['scratch_bytes']:,} B instead of {c['intermediate_bytes']:,} B of "
