@@ -18,9 +18,9 @@ import pytest
 from codegen import golden
 from codegen.backends import Target
 from codegen.board import Board
-from codegen.targets import cross_compile, run_on_emulator
+from codegen.targets import cross_compile
 from tests.kernels.c_runner import KERNELS_DIR
-from tests.kernels.train_target import chunk_cases, render_cases
+from tests.kernels.train_target import chunk_cases, render_cases, run_board_cases
 from tests.targets.helpers import runnable
 
 from . import arm_cases
@@ -76,10 +76,7 @@ def _run(board: Board, cases: list[tuple], target: Target, out: Path) -> list[tu
                                                  "pe_stream_chain_s8_arm.c")]
     elf = cross_compile(board, [harness, *streams], [KERNELS_DIR, KERNELS_DIR / "arm"], out,
                         ["-std=c99"], name="arm_cases")
-    res = run_on_emulator(board, elf, timeout=600)
-    assert res.ok, (res.exit_code, res.fault, res.stderr[-2000:])
-    got = [int(w, 16) for w in res.stdout.split() if len(w) == 8]
-    assert len(got) == len(want), f"{board.name}: {len(got)} of {len(want)} values printed"
+    got = run_board_cases(board, elf, want)
     return list(zip(got, want, strict=True))
 
 

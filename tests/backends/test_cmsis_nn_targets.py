@@ -20,9 +20,9 @@ from codegen import golden
 from codegen.backends import KernelCall, StructArg, Target
 from codegen.backends import cmsis_nn as cm
 from codegen.board import Board
-from codegen.targets import cross_compile, run_on_emulator
+from codegen.targets import cross_compile
 from tests.kernels.c_runner import KERNELS_DIR
-from tests.kernels.train_target import chunk_cases, render_cases, struct_init
+from tests.kernels.train_target import chunk_cases, render_cases, run_board_cases, struct_init
 from tests.targets.helpers import runnable
 
 from . import cmsis_cases
@@ -114,10 +114,7 @@ def _run(board: Board, cases: list[tuple], target: Target, root: Path, out: Path
     elf = cross_compile(board, [harness, *WRAPPERS, *cmsis_sources(root, [*WRAPPERS, harness])],
                         [KERNELS_DIR, KERNELS_DIR / "cmsis_nn", root / "Include"], out,
                         ["-std=gnu99"], name="cmsis_cases", warnings=())
-    res = run_on_emulator(board, elf, timeout=600)
-    assert res.ok, (res.exit_code, res.fault, res.stderr[-2000:])
-    got = [int(w, 16) for w in res.stdout.split() if len(w) == 8]
-    assert len(got) == len(want), f"{board.name}: {len(got)} of {len(want)} values printed"
+    got = run_board_cases(board, elf, want)
     per_case, pos = [], 0
     for n in counts:
         per_case.append((got[pos:pos + n], want[pos:pos + n]))

@@ -20,7 +20,12 @@ from codegen.backends.hvx import HVX, TRAIN_BUILDERS
 from codegen.board import Board
 from codegen.targets import cross_compile, run_on_emulator
 from tests.kernels.c_runner import KERNELS_DIR
-from tests.kernels.train_target import chunk_cases, render_cases, training_expected
+from tests.kernels.train_target import (
+    chunk_cases,
+    render_cases,
+    run_board_cases,
+    training_expected,
+)
 from tests.targets.helpers import runnable
 
 from . import hvx_cases, hvx_train_cases
@@ -72,10 +77,7 @@ def run_cases(board: Board, chunk: list[tuple], target: Target, out: Path
     elf = cross_compile(board, [harness, *HVX_SOURCES],
                         [KERNELS_DIR, KERNELS_DIR / "hvx", KERNELS_DIR / "ref"], out,
                         ["-std=c99"], name="hvx_cases")
-    res = run_on_emulator(board, elf, timeout=600)
-    assert res.ok, (res.exit_code, res.fault, res.stderr[-2000:])
-    got = [int(w, 16) for w in res.stdout.split() if len(w) == 8]
-    assert len(got) == len(want), f"{board.name}: {len(got)} of {len(want)} values printed"
+    got = run_board_cases(board, elf, want)
     return list(zip(got, want, strict=True))
 
 

@@ -37,6 +37,7 @@ from codegen.backends import (
 )
 from codegen.golden.train_kernels import build_train_kernel
 from codegen.ir import Graph
+from codegen.targets import run_on_emulator
 
 from .c_runner import INCLUDES, KERNELS_DIR, STRICT_FLAGS
 from .train_runner import c_array
@@ -385,6 +386,16 @@ def render_cases(cases: Sequence[tuple[Graph, list]], record: Record = training_
                      *[f"    c{i}_run();" for i in range(len(cases))], "    return 0;", "}",
                      ""])
     return src, printed
+
+
+def run_board_cases(board, elf: Path, want: Sequence[int], timeout: float = 600) -> list[int]:
+    """Run a case image built with ``codegen.targets.cross_compile`` on ``board``'s emulator;
+    the hashes it printed, one per expected value (asserted)."""
+    res = run_on_emulator(board, elf, timeout=timeout)
+    assert res.ok, (res.exit_code, res.fault, res.stderr[-2000:])
+    got = [int(w, 16) for w in res.stdout.split() if len(w) == 8]
+    assert len(got) == len(want), f"{board.name}: {len(got)} of {len(want)} values printed"
+    return got
 
 
 def build_and_run(src: str, out: Path, target: str, sources: Sequence[Path],
