@@ -150,24 +150,34 @@ FAMILIES: dict[str, list[tuple[float, Callable[[Rng], Case]]]] = {
 }
 
 
+def draw(families: list[tuple[float, Callable[[Rng], Case]]], rng: Rng) -> Case:
+    """One case of a builder drawn from weighted ``families``."""
+    weights = np.array([w for w, _ in families])
+    return families[int(rng.choice(len(families), p=weights / weights.sum()))][1](rng)
+
+
 def case(op_type: str, rng: Rng) -> Case:
     """One int8 case of ``op_type`` (float cases of the general builders are redrawn)."""
-    families = FAMILIES.get(op_type, [(1.0, CASES[op_type])])
-    weights = np.array([w for w, _ in families])
     while True:
-        build = families[int(rng.choice(len(families), p=weights / weights.sum()))][1]
-        graph, batch = build(rng)
+        graph, batch = draw(FAMILIES.get(op_type, [(1.0, CASES[op_type])]), rng)
         if all(graph.tensors[n].dtype != "float32" for n in graph.ops[0].inputs if n):
             return graph, batch
+
+
+def feed_cases(case_of: Callable[[str, Rng], Case], op_type: str, n: int, seed: int, salt: int
+               ) -> Iterator[tuple[Graph, dict[str, np.ndarray], int]]:
+    """``n`` cases of one op drawn by ``case_of``: (graph, feeds with the batch on axis 0,
+    batch); ``salt`` keeps one backend's case stream apart from another's."""
+    rng = np.random.default_rng(seed + salt * sum(map(ord, op_type)))
+    for _ in range(n):
+        graph, batch = case_of(op_type, rng)
+        yield graph, random_feeds(graph, batch, rng), batch
 
 
 def iter_cases(op_type: str, n: int, seed: int = 0
                ) -> Iterator[tuple[Graph, dict[str, np.ndarray], int]]:
     """``n`` int8 cases of one op: (graph, feeds with the batch on axis 0, batch)."""
-    rng = np.random.default_rng(seed + sum(map(ord, op_type)))
-    for _ in range(n):
-        graph, batch = case(op_type, rng)
-        yield graph, random_feeds(graph, batch, rng), batch
+    return feed_cases(case, op_type, n, seed, 1)
 
 
 def path(graph: Graph, batch: int, target: Target) -> str:

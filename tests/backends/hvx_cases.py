@@ -32,7 +32,6 @@ from tests.kernels.cases import (
     _weights,
     conv2d_graph,
     depthwise_conv2d_graph,
-    random_feeds,
 )
 
 OPS = tuple(hvx.FORWARD_BUILDERS)
@@ -119,18 +118,12 @@ FAMILIES: dict[str, list[tuple[float, Callable[[Rng], Case]]]] = {
 
 
 def case(op_type: str, rng: Rng) -> Case:
-    families = FAMILIES[op_type]
-    weights = np.array([w for w, _ in families])
-    build = families[int(rng.choice(len(families), p=weights / weights.sum()))][1]
-    return build(rng)
+    return cmsis_cases.draw(FAMILIES[op_type], rng)
 
 
 def iter_cases(op_type: str, n: int, seed: int = 0
                ) -> Iterator[tuple[Graph, dict[str, np.ndarray], int]]:
-    rng = np.random.default_rng(seed + 11 * sum(map(ord, op_type)))
-    for _ in range(n):
-        graph, batch = case(op_type, rng)
-        yield graph, random_feeds(graph, batch, rng), batch
+    return cmsis_cases.feed_cases(case, op_type, n, seed, 11)
 
 
 def path(graph: Graph, batch: int) -> str:

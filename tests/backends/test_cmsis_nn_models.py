@@ -44,33 +44,41 @@ def _graph(name: str):
     return _graphs[name]
 
 
+def infer_equals_golden(model: str, board, tmp_path: Path, capsys, backend: str | None = None):
+    """``infer --engine BOARD [--backend B] --json`` of a shared model on random inputs: its
+    outputs equal the golden model's bit for bit (and are not all saturated); the model's
+    graph and the ``--json`` document."""
+    from codegen.cli import main
+    from codegen.frontend import save_model
+
+    graph = _graph(model)
+    t = graph.tensors[graph.inputs[0]]
+    x = np.random.default_rng(5).integers(-128, 128, (N_INPUTS, *t.shape[1:]), dtype=np.int8)
+    want = golden.run(graph, x)[0]
+    model_file = tmp_path / "m.tflite"
+    save_model(graph, model_file)
+    np.save(tmp_path / "x.npy", x)
+    pick = ["--backend", backend] if backend else []
+    assert main(["infer", str(model_file), "--input", str(tmp_path / "x.npy"), "--output",
+                 str(tmp_path / "y.npy"), "--engine", board.name, *pick, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    unit = "packets" if board.arch == "hexagon" else "instructions"
+    assert doc["instructions"]["unit"] == unit and doc["instructions"]["infer"] > 0
+    got = np.load(tmp_path / "y.npy")
+    assert got.shape == want.shape and np.array_equal(got, want), \
+        f"{model} on {board.name}: {int(np.count_nonzero(got != want))} outputs differ"
+    assert len(np.unique(want)) > 1                  # not a comparison of saturated outputs
+    return graph, doc
+
+
 @pytest.mark.emulator
 @pytest.mark.parametrize("board", BOARDS)
 @pytest.mark.parametrize("model", MODELS)
 def test_model_on_board_equals_golden(model, board, tmp_path, capsys):
     b = runnable(board)
     checkout(b)
-    graph = _graph(model)
-    t = graph.tensors[graph.inputs[0]]
-    x = np.random.default_rng(5).integers(-128, 128, (N_INPUTS, *t.shape[1:]), dtype=np.int8)
-    want = golden.run(graph, x)[0]
-    model_file = tmp_path / "m.tflite"
-    from codegen.frontend import save_model
-
-    save_model(graph, model_file)
-    np.save(tmp_path / "x.npy", x)
-    from codegen.cli import main
-
-    assert main(["infer", str(model_file), "--input", str(tmp_path / "x.npy"), "--output",
-                 str(tmp_path / "y.npy"), "--engine", board, "--backend", "cmsis-nn",
-                 "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+    graph, doc = infer_equals_golden(model, b, tmp_path, capsys, "cmsis-nn")
     assert doc["chain"] == ["cmsis-nn", "ref"] and doc["backend"] == "cmsis-nn"
-    assert doc["instructions"]["unit"] == "instructions" and doc["instructions"]["infer"] > 0
-    got = np.load(tmp_path / "y.npy")
-    assert got.shape == want.shape and np.array_equal(got, want), \
-        f"{model} on {board}: {int(np.count_nonzero(got != want))} outputs differ"
-    assert len(np.unique(want)) > 1                  # not a comparison of saturated outputs
     # every op CMSIS-NN has a kernel for ran on it (these models have nothing it declines)
     low = pipeline.lower(graph, b, "cmsis-nn")
     for op in graph.ops:
