@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace as dc_replace
 from pathlib import Path
 from typing import Any
@@ -156,6 +156,9 @@ def plan_project(graph: Graph, tg: Graph | None, board: Any = None, backend: str
       the arena with every chain streamed is the budget, and each graph streams only what the
       ops whose step is over the budget unstreamed need (the pass's ``needed``; every chain
       when that plan misses the budget); nothing when streaming does not lower the arena.
+      A chain that would leave a faster backend for ref's kernels (hvx and cmsis-nn have no
+      stream_chain kernel) is not fused while the unstreamed plans fit the board's SRAM
+      budget: ten times the packets for memory the board has is no gain.
 
     Band heights: per stream_chain op, among the heights whose row buffers keep its step
     within the budget (from one row up, to the first that does not), the one with the fewest
@@ -171,9 +174,17 @@ def plan_project(graph: Graph, tg: Graph | None, board: Any = None, backend: str
 
     base = [lp(g) for g in graphs]
     full = base
-    if mode != "off":
+
+    def streamed() -> list[LoweredGraph]:
         fused = [stream(g, keep=keep) for g in graphs]
-        full = [b if f is g else lp(f) for f, g, b in zip(fused, graphs, base)]
+        return [b if f is g else lp(f) for f, g, b in zip(fused, graphs, base)]
+
+    if mode != "off":
+        full = streamed()
+        slow = _demoted(full, base)
+        if mode == "auto" and slow and _fits(base, board):
+            keep |= slow                          # not worth a slower kernel: fits unstreamed
+            full = streamed()
         budget = max(lg.plan.arena_bytes for lg in full)
         if mode == "auto" and budget >= max(lg.plan.arena_bytes for lg in base):
             full = base                           # streaming does not lower the arena
@@ -182,6 +193,30 @@ def plan_project(graph: Graph, tg: Graph | None, board: Any = None, backend: str
         full = [_choose_bands(lg, budget, lp) for lg in full]
     out = [dc_replace(lg, stream=stream_info(lg, b, mode)) for lg, b in zip(full, base)]
     return out[0], (out[1] if tg is not None else None)
+
+
+def _demoted(full: Sequence[LoweredGraph], base: Sequence[LoweredGraph]) -> set[str]:
+    """The member ops of the stream_chain ops in ``full`` that ref's kernels would run while
+    their ops ran on a faster backend unstreamed (hvx, cmsis-nn: backends without a
+    stream_chain kernel of their own)."""
+    out: set[str] = set()
+    for lg, b in zip(full, base):
+        for c in stream_report(lg.graph):
+            backend = lg.lowering.choices[c["op"]].call.backend
+            members = {b.lowering.choices[n].call.backend for n in c["ops"]
+                       if n in b.lowering.choices}
+            if backend == "ref" and members - {"ref"}:
+                out.update(c["ops"])
+    return out
+
+
+def _fits(base: Sequence[LoweredGraph], board: Any) -> bool:
+    """Whether the unstreamed plans fit the board's SRAM budget (arena and parameters; no
+    budget on the host)."""
+    b = resolve_board(board) if isinstance(board, str) else board
+    if b is None or not getattr(b, "budget", None):
+        return True
+    return max(lg.plan.ram_bytes for lg in base) <= b.sram_budget
 
 
 def _least_stream(base: LoweredGraph, full: LoweredGraph, budget: int, keep: set[str],

@@ -398,3 +398,24 @@ def test_arm_stage_functions_in_a_host_build(tmp_path):
         got = run_host_infer(build_project(proj, sanitize=True), x)
         assert np.array_equal(got, golden.run(g, x)[0])
         built += 1
+
+
+def test_auto_keeps_a_fast_backend_while_the_board_has_the_memory(mcunet):
+    """hvx has no stream_chain kernel: a streamed chain would run on ref's kernels (ten
+    times the packets), so auto fuses nothing while the unstreamed plan fits the board's
+    SRAM, and streams as before once it does not; on keeps every chain (ref runs them)."""
+    import dataclasses
+    g, tg = mcunet
+    dsp = pipeline.resolve_board("hexagon-v67")
+    off = pipeline.plan_project(g, tg, dsp, streaming="off")
+    auto = pipeline.plan_project(g, tg, dsp)
+    on = pipeline.plan_project(g, tg, dsp, streaming="on")
+    ram = max(lg.plan.ram_bytes for lg in off)
+    assert ram <= dsp.sram_budget
+    assert [lg.stream["chains"] for lg in auto] == [[], []]
+    assert [lg.plan.arena_bytes for lg in auto] == [lg.plan.arena_bytes for lg in off]
+    assert on[1].stream["chains"] and {c["backend"] for c in on[1].stream["chains"]} == {"ref"}
+    small = dataclasses.replace(dsp, budget={**dsp.budget, "sram": ram - 1})
+    tight = pipeline.plan_project(g, tg, small)
+    assert tight[1].stream["chains"]
+    assert max(lg.plan.arena_bytes for lg in tight) < max(lg.plan.arena_bytes for lg in off)
