@@ -2,9 +2,10 @@
  * they are ((O, K) rows: frozen in flash or trained in RAM, no packed copy):
  *
  * pe_fully_connected_s8_dot_hvx: per output unit the dot product of its row with the input,
- *     128 products a vrmpy (lanes past K zeroed), eight units side by side;
- *     sum w * (x + off) = sum w * x + off * sum w (sum w: vrmpy with ones); the lane sums of
- *     eight units at once by a tree of shuffles, 32 units requantized together.
+ *     128 products a vrmpy, eight units (four when there are at most four) side by side:
+ *     sum w * (x + off) = sum w * (x + 128) - (128 - off) * sum w, two vrmpy of unsigned
+ *     bytes (x ^ 0x80, 128 - off; zero past K) by the signed weights; the lane sums of the
+ *     eight units by a tree of shuffles, 32 units requantized together.
  * pe_fully_connected_grad_input_s8_hvx: dx[r][i] = sum_o dys[r][o] * w[o][i] with dys the
  *     prescaled int16 gradients (as the ref kernel): 128 inputs a step, each weight row
  *     widened to int16 (vsxt: even and odd bytes apart) times dys[o] (vmpy(Vu.h, Rt.h):sat,
@@ -24,22 +25,89 @@ static inline HVX_Vector pe_hvx_keep(HVX_Vector v, int32_t n)
     return n >= 128 ? v : Q6_V_vmux_QVV(Q6_Q_vsetq2_R(n), v, Q6_V_vzero());
 }
 
-/* Lane sums of eight vectors: lane u (u < 8) of the result is the sum of the 32 lanes of s[u].
- * Three levels of word-interleaving shuffles (vshuff by 4, 8, 16 bytes) and adds leave lane l
- * with partial sums of vector l % 8; two rotations add the four lanes of each. */
+/* a and b word-interleaved by `bytes` (vshuff) and the halves added: lane l of the result
+ * sums two lanes of a (l even in units of bytes / 4) or of b. */
 static inline HVX_Vector pe_hvx_fold(HVX_Vector a, HVX_Vector b, int32_t bytes)
 {
     const HVX_VectorPair w = Q6_W_vshuff_VVR(b, a, -bytes);
     return Q6_Vw_vadd_VwVw(Q6_V_lo_W(w), Q6_V_hi_W(w));
 }
 
-static inline HVX_Vector pe_hvx_sums8(const HVX_Vector s[8])
+/* Lane sums of `units` (4 or 8) vectors: lane u < units of the result is the sum of the 32
+ * lanes of s[u] (log2(units) levels of shuffles leave lane l with partial sums of vector
+ * l % units, rotations add the lanes of each that remain). */
+PE_HVX_INLINE HVX_Vector pe_hvx_sums(HVX_Vector s[8], const int32_t units)
 {
-    const HVX_Vector t0 = pe_hvx_fold(s[0], s[1], 4), t1 = pe_hvx_fold(s[2], s[3], 4);
-    const HVX_Vector t2 = pe_hvx_fold(s[4], s[5], 4), t3 = pe_hvx_fold(s[6], s[7], 4);
-    HVX_Vector v = pe_hvx_fold(pe_hvx_fold(t0, t1, 8), pe_hvx_fold(t2, t3, 8), 16);
+    HVX_Vector v;
+    s[0] = pe_hvx_fold(s[0], s[1], 4);
+    s[1] = pe_hvx_fold(s[2], s[3], 4);
+    if (units == 8) {
+        s[2] = pe_hvx_fold(s[4], s[5], 4);
+        s[3] = pe_hvx_fold(s[6], s[7], 4);
+        v = pe_hvx_fold(pe_hvx_fold(s[0], s[1], 8), pe_hvx_fold(s[2], s[3], 8), 16);
+    } else {
+        v = pe_hvx_fold(s[0], s[1], 8);
+        v = Q6_Vw_vadd_VwVw(v, Q6_V_vror_VR(v, 16));
+    }
     v = Q6_Vw_vadd_VwVw(v, Q6_V_vror_VR(v, 32));
     return Q6_Vw_vadd_VwVw(v, Q6_V_vror_VR(v, 64));
+}
+
+/* `units` (4 or 8) units' dot products with the input x, sum_k w[u][k] * (x[k] + off), in
+ * lanes 0..units-1 (rows w, w + depth, ...; rows past `last` repeat it).
+ *
+ * With xu = x + 128 (x ^ 0x80, unsigned bytes) and c = 128 - off (0..255: off is -127..128),
+ * sum w * (x + off) = sum w * xu - c * sum w: per 128 values a row, one load (only the aligned
+ * blocks that hold them), vrmpy(xu.ub, w.b) accumulated and vrmpy(c.ub, w.b) subtracted. xu
+ * and c are zero past the row's values, so whatever the load brings in past them multiplies
+ * zero. One running row pointer: no table of row addresses to keep in registers. */
+PE_HVX_INLINE HVX_Vector pe_hvx_fc_units(const int8_t *x, const int8_t *w, const int8_t *last,
+                                         int32_t depth, HVX_Vector cb, const int32_t units)
+{
+    HVX_Vector s[8];
+    int32_t k, c0;
+    PE_HVX_UNROLL
+    for (k = 0; k < 8; ++k) {
+        s[k] = Q6_V_vzero();
+    }
+    for (c0 = 0; c0 < depth; c0 += 128) {
+        const int32_t len = depth - c0 < 128 ? depth - c0 : 128;
+        const HVX_Vector xu = pe_hvx_keep(Q6_V_vxor_VV(pe_hvx_load_n(x + c0, len),
+                                                       Q6_Vb_vsplat_R(0x80)), len);
+        const HVX_Vector cv = pe_hvx_keep(cb, len);
+        const int8_t *p = w + c0, *end = last + c0;
+        PE_HVX_UNROLL
+        for (k = 0; k < 8; ++k) {
+            if (k < units) {
+                const HVX_Vector wv = pe_hvx_load_n(p, len);
+                s[k] = Q6_Vw_vsub_VwVw(Q6_Vw_vrmpyacc_VwVubVb(s[k], xu, wv),
+                                       Q6_Vw_vrmpy_VubVb(cv, wv));
+                p = p + depth < end ? p + depth : end;
+            }
+        }
+    }
+    return pe_hvx_sums(s, units);
+}
+
+/* Outputs o .. o + n - 1 (n <= 32) of one input row as int32 sums in lanes 0..n-1. Out of line:
+ * each call starts from a handful of pointers, so nothing of the caller's loops is hoisted
+ * into registers it would need. */
+static __attribute__((noinline)) HVX_Vector pe_hvx_fc_block(const int8_t *x, const int8_t *w,
+                                                           int32_t n, int32_t depth,
+                                                           HVX_Vector cb)
+{
+    const int8_t *last = w + (n - 1) * depth;
+    HVX_Vector acc = Q6_V_vzero();
+    int32_t g;
+    if (n <= 4) {
+        return pe_hvx_fc_units(x, w, last, depth, cb, 4);
+    }
+    for (g = 0; g < n; g += 8) {          /* lanes 0..7 of the sums to lanes g..g + 7 */
+        const HVX_Vector v = pe_hvx_fc_units(x, w + g * depth, last, depth, cb, 8);
+        acc = Q6_V_vmux_QVV(Q6_Q_and_QQn(Q6_Q_vsetq2_R(4 * g + 32), Q6_Q_vsetq_R(4 * g)),
+                            Q6_V_vror_VR(v, 128 - 4 * g), acc);
+    }
+    return acc;
 }
 
 void pe_fully_connected_s8_dot_hvx(const pe_context *ctx, const pe_fc_params *params,
@@ -51,48 +119,18 @@ void pe_fully_connected_s8_dot_hvx(const pe_context *ctx, const pe_fc_params *pa
     const int32_t depth = input_dims->c;
     const int32_t rows = output_dims->n * output_dims->h * output_dims->w;
     const int32_t out_c = output_dims->c;
-    const HVX_Vector ones = Q6_V_vsplat_R(0x01010101);
-    const int32_t off = (int32_t)(((uint32_t)params->input_offset & 0xFFFFu) * 0x10001u);
+    const HVX_Vector cb = Q6_Vb_vsplat_R(128 - params->input_offset);
     const HVX_Vector zp = Q6_V_vsplat_R(params->output_offset);
     const HVX_Vector lo = Q6_V_vsplat_R(params->activation.min);
     const HVX_Vector hi = Q6_V_vsplat_R(params->activation.max);
-    int32_t r, o, g, k, c0;
+    int32_t r, o;
     (void)ctx;
     (void)filter_dims;
     for (r = 0; r < rows; ++r) {
-        const int8_t *x = input + r * depth;
         for (o = 0; o < out_c; o += 32) {
             const int32_t n = out_c - o < 32 ? out_c - o : 32;
-            HVX_Vector acc = Q6_V_vzero(), y;
-            for (g = 0; g < n; g += 8) {
-                const int8_t *w[8];
-                HVX_Vector s[8], sw[8], v;
-                PE_HVX_UNROLL
-                for (k = 0; k < 8; ++k) {      /* units past n repeat the last one */
-                    w[k] = filter + (o + (g + k < n ? g + k : n - 1)) * depth;
-                    s[k] = Q6_V_vzero();
-                    sw[k] = Q6_V_vzero();
-                }
-                for (c0 = 0; c0 < depth; c0 += 128) {
-                    const int32_t len = depth - c0 < 128 ? depth - c0 : 128;
-                    const HVX_Vector xv = pe_hvx_keep(pe_hvx_load(x + c0, len), len);
-                    PE_HVX_UNROLL
-                    for (k = 0; k < 8; ++k) {
-                        const HVX_Vector wv = pe_hvx_keep(pe_hvx_load(w[k] + c0, len), len);
-                        s[k] = Q6_Vw_vrmpyacc_VwVbVb(s[k], xv, wv);
-                        sw[k] = Q6_Vw_vrmpyacc_VwVbVb(sw[k], wv, ones);
-                    }
-                }
-                /* sum w * (x + off) = sum w * x + off * sum w, lane by lane before the sums;
-                 * lanes 0..7 of the sums to lanes g..g+7 */
-                PE_HVX_UNROLL
-                for (k = 0; k < 8; ++k) {
-                    s[k] = Q6_Vw_vmpyiacc_VwVwRh(s[k], sw[k], off);
-                }
-                v = Q6_V_vror_VR(pe_hvx_sums8(s), 128 - 4 * g);
-                acc = Q6_V_vmux_QVV(Q6_Q_and_QQn(Q6_Q_vsetq2_R(4 * g + 32), Q6_Q_vsetq_R(4 * g)),
-                                    v, acc);
-            }
+            HVX_Vector acc = pe_hvx_fc_block(input + r * depth, filter + o * depth, n, depth,
+                                             cb), y;
             if (bias != 0) {
                 acc = Q6_Vw_vadd_VwVw(acc, pe_hvx_load_n(bias + o, 4 * n));
             }
