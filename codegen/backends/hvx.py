@@ -106,10 +106,11 @@ def kernel_sums(weight: np.ndarray, input_offset: int) -> np.ndarray:
 
 def gemm_scratch(out_c: int, k: int, packed: bool, rows: bool) -> int:
     """pe_conv2d_s8_hvx.c's scratch: alignment slack, bias + ksum vectors, the packed weights
-    when packed at run time, four gathered rows."""
+    when packed at run time, four gathered rows (128 bytes each when K <= 128: whole
+    vectors are stored)."""
     blocks, groups = -(-out_c // LANES), -(-k // 4)
     size = 128 + blocks * 128 + (0 if packed else blocks * groups * 128)
-    return size + (4 * groups * 4 if rows else 0)
+    return size + (4 * max(groups * 4, 128) if rows else 0)
 
 
 def _frozen(graph: Graph, name: str) -> bool:

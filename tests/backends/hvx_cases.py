@@ -138,9 +138,13 @@ def path(graph: Graph, batch: int) -> str:
         w = graph.tensors[op.inputs[1]]
         out_c, k = int(w.shape[0]), int(np.prod(w.shape[1:]))
         trained = isinstance(call.arg("packed"), NullArg)
+        gathered = call.scratch_bytes > hvx.gemm_scratch(out_c, k, not trained, False)
+        dilated = op.type == "conv2d" and max(op.attrs.get("dilation", (1, 1))) > 1
+        # gathered rows of K > 128 values or dilated taps: copied span by span everywhere
+        # (else as whole vectors inside the input, span by span at its borders)
         parts = ["fc"] if op.type == "fully_connected" else [
-            "conv", "gathered" if call.scratch_bytes > hvx.gemm_scratch(out_c, k, not trained,
-                                                                        False) else "direct"]
+            "conv", "gathered" if gathered else "direct"] + (
+            ["wide"] if gathered and (k > 128 or dilated) else [])
         return "-".join(parts + ["trained" if trained else "packed"]
                         + (["odd-blocks"] if -(-out_c // 32) % 2 else [])
                         + (["tail"] if k % 4 else []))

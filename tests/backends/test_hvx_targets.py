@@ -39,7 +39,7 @@ IMAGE_BYTES = 512 * 1024
 HVX_SOURCES = sorted((KERNELS_DIR / "hvx").glob("*.c"))
 # kernel paths every run must reach (a path or its prefix, hvx_cases.path)
 PATHS = {"conv-direct-packed", "conv-direct-trained", "conv-gathered-packed",
-         "conv-gathered-trained", "conv-direct-packed-odd-blocks", "conv-gathered-packed-tail",
+         "conv-gathered-trained", "conv-gathered-wide", "conv-direct-packed-odd-blocks", "conv-gathered-packed-tail",
          "fc-packed-odd-blocks", "fc-trained-odd-blocks", "fc-dot", "fc-dot-long",
          "dw-flat-one", "dw-flat-many", "dw-pixel-one", "dw-pixel-many", "dw-flat-one-trained",
          "dw-pixel-many-trained", "avg_pool2d",

@@ -70,6 +70,10 @@ void pe_conv2d_s8_hvx(const pe_context *ctx, const pe_conv_params *params, const
                                       out_c, k, params->input_offset, params->output_offset,
                                       params->activation.min, params->activation.max);
     const int32_t row_bytes = g.groups * 4;
+    const int32_t stride_r = row_bytes <= 128 ? 128 : row_bytes;  /* gemm_scratch's rows */
+    const int32_t span = k_w * in_c, pitch = in_w * in_c;
+    const int vec_rows = row_bytes <= 128 && params->dilation.h == 1
+                         && params->dilation.w == 1;
     pe_hvx_pos at = {0, 0, 0};
     const int direct = k_h == 1 && k_w == 1 && params->stride.h == 1 && params->stride.w == 1
                        && params->padding.h == 0 && params->padding.w == 0 && in_h == out_h
@@ -94,9 +98,25 @@ void pe_conv2d_s8_hvx(const pe_context *ctx, const pe_conv_params *params, const
         int32_t q;
         for (q = 0; q < n; ++q, pe_hvx_pos_next(&at, out_h, out_w)) {
             const int32_t b = at.b, oy = at.y, ox = at.x;
-            int8_t *row = (int8_t *)rows + q * row_bytes;
+            int8_t *row = (int8_t *)rows + q * stride_r;
             int8_t *d = row;
             int32_t ky, kx;
+            r[q] = row;
+            if (vec_rows) {
+                const int32_t iy0 = oy * params->stride.h - params->padding.h;
+                const int32_t ix0 = ox * params->stride.w - params->padding.w;
+                if (iy0 >= 0 && iy0 + k_h <= in_h && ix0 >= 0 && ix0 + k_w <= in_w) {
+                    /* inside the input: the k_h spans shifted in at the top of v one after
+                     * the other, then down to byte 0 with the zero point behind (K <= 128) */
+                    const int8_t *src = input + ((b * in_h + iy0) * in_w + ix0) * in_c;
+                    HVX_Vector v = Q6_V_vzero();
+                    for (ky = 0; ky < k_h; ++ky) {
+                        v = Q6_V_valign_VVR(pe_hvx_load_n(src + ky * pitch, span), v, span);
+                    }
+                    *(pe_hvx_block *)row = Q6_V_valign_VVR(Q6_Vb_vsplat_R(zp), v, 128 - k);
+                    continue;
+                }
+            }
             for (ky = 0; ky < k_h; ++ky) {
                 const int32_t iy = oy * params->stride.h - params->padding.h
                                    + ky * params->dilation.h;
@@ -123,7 +143,6 @@ void pe_conv2d_s8_hvx(const pe_context *ctx, const pe_conv_params *params, const
                 d += k_w * in_c;
             }
             pe_hvx_bytes(d, 0, zp, row_bytes - k);
-            r[q] = row;
         }
         pe_hvx_gemm_tile(&g, r, n, 1, output + p * out_c, out_c);
     }
