@@ -4,7 +4,7 @@ layers, bias gradients, pooling) plus cases aimed at the hvx kernels' paths: poi
 input gradients over several 32-lane blocks of input channels, odd output channel counts (the
 int16 pairs' padding), many output channels (a smaller prescale shift), weights marked as
 trained (packed at run time); weight gradients over many positions (blocks of four) with
-channel subsets; non-overlapping average pooling, global pooling of wide tensors among them.
+channel subsets, FC weight gradients of one and several rows over several 128-value steps; non-overlapping average pooling, global pooling of wide tensors among them.
 
 ``iter_cases(op_type, n, seed)`` yields (graph, inputs) of int8 cases.
 """
@@ -207,8 +207,8 @@ FAMILIES: dict[str, Callable[[Rng], tc.Case]] = {
     "depthwise_conv2d_grad_input": _dw_grad_input,
     "depthwise_conv2d_grad_weight": _dw_grad_weight,
     "conv2d_grad_weight": _conv_grad_weight,
-    "fully_connected_grad_weight": lambda rng: tc.TRAIN_CASES["fully_connected_grad_weight"](
-        rng, "int8"),
+    "fully_connected_grad_weight": lambda rng: tc._fc_grad_weight(
+        rng, "int8", wide=rng.random() < 0.3),
     "bias_grad": _bias_grad,
     "avg_pool2d_grad": _avg_pool_grad,
     "act_mask": _act_mask,

@@ -258,10 +258,14 @@ def _fc_grad_input(rng: Rng, mode: str) -> Case:
                 {"mode": mode, "forward": "f"})
 
 
-def _fc_grad_weight(rng: Rng, mode: str) -> Case:
+def _fc_grad_weight(rng: Rng, mode: str, wide: bool = False) -> Case:
+    """``wide``: inputs over one or more 128-value vectors (the hvx kernel's steps)."""
     b = _Builder(mode)
     rows = int(rng.choice([1, 1, 2, 3]))
     depth, units = int(rng.integers(1, 40)), int(rng.integers(1, 20))
+    if wide:
+        depth, units = int(rng.choice([100, 128, 130, 260])), int(rng.integers(1, 12))
+        rows = int(rng.choice([1, 1, 2]))
     b.add_input("x", (rows, depth), "int8", _int8(rng, (rows, depth)), _act_q(rng))
     b.grad_input(rng, "dy", (rows, units))
     ch = _channels(rng, units)

@@ -223,6 +223,22 @@ void pe_fully_connected_grad_weight_s8_hvx(const pe_context *ctx,
         for (k = 0; k < 4; ++k) {
             xo[k] = Q6_Vw_vadd_VwVw(xo[k], off);
         }
+        if (rows == 1) {                       /* one product a weight: no sums */
+            for (j = 0; j < dw_dims->n; ++j) {
+                const int32_t o = channels != 0 ? channels[j] : j;
+                const int32_t g = (int32_t)(((uint32_t)(uint16_t)(int16_t)dy[o]) * 0x10001u);
+                int32_t *d = dw + j * depth + c0;
+                if (len <= 32) {
+                    pe_hvx_store_n(d, Q6_Vw_vmpyi_VwRh(xo[0], g), 4 * len);
+                    continue;
+                }
+                for (k = 0; k < 4 && 32 * k < len; ++k) {
+                    const int32_t n = len - 32 * k < 32 ? len - 32 * k : 32;
+                    pe_hvx_store(d + 32 * k, Q6_Vw_vmpyi_VwRh(xo[k], g), 4 * n);
+                }
+            }
+            continue;
+        }
         for (j = 0; j < dw_dims->n; ++j) {
             const int32_t o = channels != 0 ? channels[j] : j;
             HVX_Vector acc[4] = {Q6_V_vzero(), Q6_V_vzero(), Q6_V_vzero(), Q6_V_vzero()};
