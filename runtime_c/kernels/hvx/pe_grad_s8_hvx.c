@@ -386,8 +386,9 @@ void pe_conv2d_grad_weight_s8_hvx(const pe_context *ctx,
 /* -- depthwise weight gradients --------------------------------------------------------------
  * dw[ky][kx][j] = sum over the output positions whose tap (ky, kx) lies in the image of
  * (x + off) * dy at channel c_j: every channel a lane (64 a vector, int16 x + off and dy
- * widened in order, vmpy into even and odd words), the trained ones picked from the sums
- * (scratch: 64 int32). Depth multiplier 1. */
+ * widened in order, vmpy into even and odd words, interleaved back into channel order),
+ * the trained ones picked from the sums (scratch: 64 int32), all of them stored as vectors;
+ * chunks of 64 channels without a trained one are skipped. Depth multiplier 1. */
 void pe_depthwise_conv2d_grad_weight_s8_hvx(const pe_context *ctx,
                                             const pe_dw_conv_grad_weight_params *params,
                                             const int32_t *channels, const pe_dims *x_dims,
@@ -399,12 +400,22 @@ void pe_depthwise_conv2d_grad_weight_s8_hvx(const pe_context *ctx,
     const int32_t c_n = x_dims->c, k_w = dw_dims->w, count = dw_dims->c;
     const HVX_Vector off = Q6_Vh_vsplat_R(params->input_offset);
     int32_t *sums = (int32_t *)pe_hvx_align(ctx->buf);
-    int32_t ky, kx, c0, j, b, oy, ox;
-    for (ky = 0; ky < dw_dims->h; ++ky) {
-        for (kx = 0; kx < k_w; ++kx) {
-            int32_t jc = 0;                     /* the first trained channel of the chunk */
-            for (c0 = 0; c0 < c_n; c0 += 64) {
-                const int32_t len = c_n - c0 < 64 ? c_n - c0 : 64;
+    int32_t ky, kx, c0, j, b, oy, ox, jc = 0;
+    for (c0 = 0; c0 < c_n; c0 += 64) {
+        /* chunk outer, taps inner: the trained channels of the chunk, [jc, je), once */
+        const int32_t len = c_n - c0 < 64 ? c_n - c0 : 64;
+        int32_t je = channels != 0 ? jc : c0 + len;
+        if (channels != 0) {
+            while (je < count && channels[je] < c0 + len) {
+                ++je;
+            }
+            if (je == jc) {
+                continue;                       /* no trained channel here */
+            }
+        }
+        for (ky = 0; ky < dw_dims->h; ++ky) {
+            for (kx = 0; kx < k_w; ++kx) {
+                int32_t *out = dw + (ky * k_w + kx) * count;
                 HVX_VectorPair acc = Q6_W_vcombine_VV(Q6_V_vzero(), Q6_V_vzero());
                 for (b = 0; b < dy_dims->n; ++b) {
                     for (oy = 0; oy < dy_dims->h; ++oy) {
@@ -429,18 +440,23 @@ void pe_depthwise_conv2d_grad_weight_s8_hvx(const pe_context *ctx,
                         }
                     }
                 }
-                ((pe_hvx_block *)sums)[0] = Q6_V_lo_W(acc);     /* channels c0 + 2i */
-                ((pe_hvx_block *)sums)[1] = Q6_V_hi_W(acc);     /* channels c0 + 2i + 1 */
-                for (j = jc; j < count; ++j) {
-                    const int32_t c = (channels != 0 ? channels[j] : j) - c0;
-                    if (c >= len) {
-                        break;
+                /* lo: channels c0 + 2i, hi: c0 + 2i + 1; interleaved: channel order */
+                acc = Q6_W_vshuff_VVR(Q6_V_hi_W(acc), Q6_V_lo_W(acc), -4);
+                if (channels == 0) {
+                    pe_hvx_store(out + c0, Q6_V_lo_W(acc), 4 * (len < 32 ? len : 32));
+                    if (len > 32) {
+                        pe_hvx_store(out + c0 + 32, Q6_V_hi_W(acc), 4 * (len - 32));
                     }
-                    dw[(ky * k_w + kx) * count + j] = sums[(c & 1) * 32 + (c >> 1)];
+                    continue;
                 }
-                jc = j;
+                ((pe_hvx_block *)sums)[0] = Q6_V_lo_W(acc);
+                ((pe_hvx_block *)sums)[1] = Q6_V_hi_W(acc);
+                for (j = jc; j < je; ++j) {
+                    out[j] = sums[channels[j] - c0];
+                }
             }
         }
+        jc = je;
     }
     *dw_exp = *dy_exp;
 }
