@@ -269,7 +269,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
                       shuffle=not args.no_shuffle, progress=progress,
                       profile_ops=args.profile_ops, timeout=args.timeout, keep_dir=args.keep,
                       board=args.board, backend=args.backend, measure=not args.no_measure,
-                      check_graph=check, stream="off" if args.no_stream else "auto")
+                      check_graph=check, stream="off" if args.no_stream else "auto",
+                      blocks="off" if args.no_block_updates else "auto")
     finally:
         bar.close()
     if out is not None:
@@ -581,7 +582,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         pins = dict(spec.kernels or {})
         tg = training_graph(graph, spec)
         check_pins(pins, graph, tg)
-        infer, train = plan_project(graph, tg, board, args.backend, pins, cost, streaming)
+        infer, train = plan_project(graph, tg, board, args.backend, pins, cost, streaming,
+                                    "off" if args.no_block_updates else "auto")
         target = train
         unordered = plan_lowered(build_training_graph(graph, spec, reorder=False), board,
                                  args.backend, pins, cost).plan
@@ -617,9 +619,25 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def stream_lines(info: dict | None) -> list[str]:
-    """What the stream stage did to one graph, as printed by plan and compile."""
+    """What the stream stage (and, for a training graph, the blocked-update stage) did to
+    one graph, as printed by plan and compile."""
     if not info:
         return []
+    return _stream_lines(info) + block_lines(info.get("update_blocks"))
+
+
+def block_lines(info: dict | None) -> list[str]:
+    """What the blocked-update stage did to a training graph."""
+    if not info or not info["updates"]:
+        return []
+    ups = info["updates"]
+    return [f"weight gradients in blocks: {plural(len(ups), 'update')}; training arena "
+            f"{info['unblocked_arena_bytes']:,} B whole -> blocks of "
+            + ", ".join(f"{u['param']} {u['blocks']} x {u['block_bytes']:,} B" for u in ups)
+            + " (--no-block-updates: off)"]
+
+
+def _stream_lines(info: dict) -> list[str]:
     chains = info["chains"]
     base = info["unstreamed"]
     if not chains:
@@ -712,6 +730,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                              epochs=1 if args.epochs is None else args.epochs, seed=args.seed,
                              shuffle=not args.no_shuffle, measure=not args.no_measure,
                              stack=args.stack, stream="off" if args.no_stream else "auto",
+                             blocks="off" if args.no_block_updates else "auto",
                              progress=progress)
         bar.step()
     finally:
@@ -860,6 +879,10 @@ def _stream_option(sp: argparse.ArgumentParser) -> None:
                     help="materialize every activation whole: no frozen chain of convolutions "
                     "is run in row bands (by default those whose intermediates set the arena "
                     "are; docs/memory.md)")
+    sp.add_argument("--no-block-updates", action="store_true",
+                    help="compute every weight gradient whole before its update (by default "
+                    "a gradient that sets the training arena is computed and applied in "
+                    "blocks of output channels; docs/memory.md)")
 
 
 def _backend_option(sp: argparse.ArgumentParser) -> None:

@@ -30,6 +30,7 @@ from .backends import Lowering, chain_for, get_backend, lower_graph
 from .backends.arm import GENERIC
 from .backends.cost import CostModel, call_key, load_cache, save_cache
 from .backends.params import MUTABLE, mutable_tensors
+from .blocks import block_report, block_updates, blockable
 from .board import format_size, is_board_path, load_board
 from .data import TensorSpec
 from .errors import PockError
@@ -147,9 +148,13 @@ def stream_mode(value: Any) -> str:
 
 def plan_project(graph: Graph, tg: Graph | None, board: Any = None, backend: str = "auto",
                  pins: Mapping[str, str] | None = None, cost: Any = None,
-                 streaming: Any = "auto") -> tuple[LoweredGraph, LoweredGraph | None]:
+                 streaming: Any = "auto", blocking: Any = "auto"
+                 ) -> tuple[LoweredGraph, LoweredGraph | None]:
     """lower + plan of a project's graphs, the inference graph (beside the training graph
-    ``tg``) and ``tg``, with the stream stage (``streaming``):
+    ``tg``) and ``tg``, with the blocked-update stage (``blocking``: auto | off; auto: the
+    weight gradients that ``codegen.blocks`` can split are computed and applied in the fewest
+    blocks of output channels that give the smallest training arena, none when splitting
+    does not lower it; see ``_choose_blocks``) and then the stream stage (``streaming``):
 
     - ``off``: none; ``on``: every chain the pass fuses;
     - ``auto`` (default): only what lowers the project's arena (the larger plan of the two):
@@ -166,11 +171,17 @@ def plan_project(graph: Graph, tg: Graph | None, board: Any = None, backend: str
     bands and the fewest bands. Pinned ops are never
     fused. Each LoweredGraph's ``stream`` says what it streamed (``stream_info``)."""
     mode = stream_mode(streaming)
+    bmode = block_mode(blocking)
     keep = set(pins or {})
-    graphs = [beside_training(graph, tg)] + ([tg] if tg is not None else [])
 
     def lp(g: Graph) -> LoweredGraph:
         return plan_lowered(g, board, backend, pins, cost)
+
+    blocked = None
+    if tg is not None and bmode != "off":
+        blocked = _choose_blocks(tg, lp, keep)
+    graphs = [beside_training(graph, tg)] + \
+        ([blocked[0].graph if blocked else tg] if tg is not None else [])
 
     base = [lp(g) for g in graphs]
     full = base
@@ -192,7 +203,51 @@ def plan_project(graph: Graph, tg: Graph | None, board: Any = None, backend: str
             full = [_least_stream(b, f, budget, keep, lp) for b, f in zip(base, full)]
         full = [_choose_bands(lg, budget, lp) for lg in full]
     out = [dc_replace(lg, stream=stream_info(lg, b, mode)) for lg, b in zip(full, base)]
+    if tg is not None:
+        info = {"mode": bmode, "updates": block_report(out[1].graph),
+                "unblocked_arena_bytes": (blocked[1] if blocked else base[1]).plan.arena_bytes}
+        out[1] = dc_replace(out[1], stream={**out[1].stream, "update_blocks": info})
     return out[0], (out[1] if tg is not None else None)
+
+
+BLOCK_MODES = ("auto", "off")
+BLOCK_COUNTS = (2, 4, 8, 16, 32)
+
+
+def block_mode(value: Any) -> str:
+    """auto | off from a mode or a bool (True: auto, False: off)."""
+    mode = {True: "auto", False: "off"}.get(value, value) if isinstance(value, bool) else value
+    if mode not in BLOCK_MODES:
+        raise PockError(f"update blocks {value!r}: choose from {', '.join(BLOCK_MODES)}")
+    return mode
+
+
+def _choose_blocks(tg: Graph, lp: Callable[[Graph], LoweredGraph], keep: set[str]
+                   ) -> tuple[LoweredGraph, LoweredGraph] | None:
+    """(the blocked training graph's plan, the unblocked one's), or None when no split lowers
+    the arena. Every splittable update (not pinned) in n blocks, for n in BLOCK_COUNTS while
+    the arena falls (so the fewest blocks that give the smallest); then each update alone
+    back to one block (in order of gradient size, smallest first) where the arena stays the
+    same."""
+    pairs = [(gw, u) for gw, u in blockable(tg) if not {gw.name, u.name} & keep]
+    if not pairs:
+        return None
+    base = lp(tg)
+    best, best_n = base, 1
+    for n in BLOCK_COUNTS:                 # more blocks until the arena stops falling
+        lg = lp(block_updates(tg, {u.name: n for _, u in pairs}))
+        if lg.plan.arena_bytes >= best.plan.arena_bytes:
+            break
+        best, best_n = lg, n
+    if best is base:
+        return None
+    counts = {u.name: best_n for _, u in pairs}
+    for gw, u in sorted(pairs, key=lambda p: tg.tensors[p[0].outputs[0]].nbytes):
+        trial = {**counts, u.name: 1}
+        lg = lp(block_updates(tg, trial))
+        if lg.plan.arena_bytes <= best.plan.arena_bytes:
+            best, counts = lg, trial
+    return best, base
 
 
 def _demoted(full: Sequence[LoweredGraph], base: Sequence[LoweredGraph]) -> set[str]:
@@ -329,7 +384,8 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
                   shuffle: bool = True, print_outputs: bool = False,
                   measure: bool = True, specialise: bool = True,
                   stack: int | str | None = None, stream: Any = "auto",
-                  progress: Callable[[str], None] | None = None) -> Project:
+                  progress: Callable[[str], None] | None = None,
+                  blocks: Any = "auto") -> Project:
     """Model (float models are quantized first with ``calib``) -> C project in ``out_dir``.
 
     With a training ``spec`` the training graph is planned and lowered too (``pe_train_step``);
@@ -358,7 +414,8 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
 
     ``stream``: the stream stage (``plan_project``): ``auto`` (streams the frozen chains of
     convolutions in row bands where that lowers the arena), ``on``, ``off`` (or True/False);
-    the manifest's ``memory.stream`` says what was streamed."""
+    the manifest's ``memory.stream`` says what was streamed. ``blocks``: the blocked-update
+    stage (``plan_project``: ``auto``, ``off``; ``memory.stream.train.update_blocks``)."""
     stage = progress or (lambda name: None)
     b = resolve_board(board)
     device = b is not None and b.arch != "host"
@@ -377,7 +434,7 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     measured = None
     if stack == "auto":
         measured = measure_stack(source.graph, b, board, spec, prefix, backend, measure,
-                                 streaming)
+                                 streaming, blocks)
         b = dc_replace(b, stack=check_stack_size(reserve_stack(measured), b))
     tg = training_graph(source.graph, spec)
     pins = dict(getattr(spec, "kernels", None) or {})
@@ -387,7 +444,7 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     cost = kernel_costs(source.graph, b, chain, measure=measure,
                         board_file=own_board_file(board) if device else None)
     stage("plan")
-    infer, train = plan_project(source.graph, tg, b, backend, pins, cost, streaming)
+    infer, train = plan_project(source.graph, tg, b, backend, pins, cost, streaming, blocks)
     dev_data = None
     if device:
         dev_data = embed(source.graph, spec, data, evals, epochs=epochs, seed=seed,
@@ -433,7 +490,7 @@ def check_stack_size(stack: Any, board: Any) -> int:
 
 
 def measure_stack(g: Graph, board: Any, board_arg: str, spec: Any, prefix: str, backend: str,
-                  measure: bool, streaming: str = "auto") -> int:
+                  measure: bool, streaming: str = "auto", blocks: Any = "auto") -> int:
     """The stack high-water mark of the firmware of the (int8) graph ``g`` with the resolved
     ``spec`` on ``board``: compiled with the board's own stack and one zero sample (one
     training step, the evaluations before and after, an inference), built and run once on
@@ -451,7 +508,8 @@ def measure_stack(g: Graph, board: Any, board_arg: str, spec: Any, prefix: str, 
         probe_board = roomy_board_file(board_arg, board, Path(tmp))
         proj = compile_model(g, board=str(probe_board), spec=spec, out_dir=Path(tmp) / "probe",
                              prefix=prefix, backend=backend, data=(x, y), evals=(x, y),
-                             epochs=1, shuffle=False, measure=measure, stream=streaming)
+                             epochs=1, shuffle=False, measure=measure, stream=streaming,
+                             blocks=blocks)
         res = run_device(proj, build=build_project(proj), timeout=DEFAULT_TIMEOUT)
     if res.stack_used is None:
         raise PockError(f"--stack auto: the firmware on {board.name} did not report its stack "

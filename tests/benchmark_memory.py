@@ -1,8 +1,9 @@
 """Training memory on the boards: the SRAM of a training firmware, part by part.
 
-Per model, trainable set and board, without and with the stream stage (``compile
---no-stream`` / the default: frozen chains of convolutions run in row bands where that lowers
-the arena, docs/memory.md): the arena the planner placed and the schedule's lower bound (the
+Per model, trainable set and board, without and with the memory stages (the stream stage:
+frozen chains of convolutions run in row bands, ``compile --no-stream``; the blocked-update
+stage: weight gradients computed and applied in blocks of output channels, ``compile
+--no-block-updates``; both where they lower the arena, docs/memory.md): the arena the planner placed and the schedule's lower bound (the
 bound for this op granularity: streaming moves it), the inference graph's arena (the project's
 arena is the larger of the two), the parameters with their optimizer state, the stack the
 firmware reserves (the board's 8 KiB, and with ``compile --stack auto``: the measured
@@ -10,8 +11,8 @@ high-water mark + margin) and the linked image's SRAM (``build --json`` ``sram_b
 .bss + reserved stack) both ways, and what was streamed. Everything comes from compiling,
 linking and running the firmware on the board's emulator; no numbers are hard-coded.
 
-    python -m tests.benchmark_memory [--rows mcunet,kws,vww,ad01,digits] [--stream off,auto]
-                                     [--json]
+    python -m tests.benchmark_memory [--rows mcunet,kws,vww,ad01,digits]
+                                     [--modes off,stream,blocks,auto] [--json]
 
 The shared models live in ../shared/models (skipped when absent); MCUNet-5FPS with TinyEngine's
 "49kb" scheme is rebuilt from its layer table (tests/mcunet.py).
@@ -57,18 +58,25 @@ def _model(name: str, spec: str | None) -> tuple[Any, Any, Any]:
     return path, spec, None
 
 
-def measure(key: str, work: Path, stream: str = "auto") -> dict[str, Any] | None:
+# memory modes: (stream stage, blocked-update stage) of compile
+MODES = {"off": ("off", "off"), "stream": ("auto", "off"), "blocks": ("off", "auto"),
+         "auto": ("auto", "auto")}
+
+
+def measure(key: str, work: Path, mode: str = "auto") -> dict[str, Any] | None:
     from codegen.pipeline import build_project, compile_model
 
     name, spec, board = ROWS[key]
     model, spec, calib = _model(name, spec)
     if model is None:
         return None
-    row: dict[str, Any] = {"model": key, "board": board, "stream": stream}
+    stream, blocks = MODES[mode]
+    row: dict[str, Any] = {"model": key, "board": board, "stream": mode}
     for how in ("default", "auto"):
         proj = compile_model(model, board=board, spec=spec, calib=calib,
-                             out_dir=work / f"{key}-{stream}-{how}", force=True,
-                             stack=None if how == "default" else "auto", stream=stream)
+                             out_dir=work / f"{key}-{mode}-{how}", force=True,
+                             stack=None if how == "default" else "auto", stream=stream,
+                             blocks=blocks)
         b = build_project(proj).to_json()
         graphs = json.loads((proj.dir / "pe_plan.json").read_text())["graphs"]
         plan = graphs["train"]
@@ -83,11 +91,15 @@ def measure(key: str, work: Path, stream: str = "auto") -> dict[str, Any] | None
             st = proj.manifest["memory"]["stream"]
             row["streamed"] = {g: [c["op"] for c in (st[g] or {}).get("chains", [])]
                                for g in ("train", "infer")}
+            row["blocked"] = [f"{u['param']} in {u['blocks']} blocks of "
+                              f"{u['block_bytes']:,} B ({u['gradient_bytes']:,} B whole)"
+                              for u in ((st["train"] or {}).get("update_blocks") or {})
+                              .get("updates", [])]
     return row
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
-    head = ("model", "board", "stream", "arena", "train arena", "lower bound", "infer arena",
+    head = ("model", "board", "mode", "arena", "train arena", "lower bound", "infer arena",
             "params+state", "other", "stack", "stack auto (used)", "SRAM", "SRAM auto")
     body = [(r["model"], r["board"], r.get("stream", "auto"), f"{r['arena']:,}",
              f"{r.get('train_arena', r['arena']):,}", f"{r['lower_bound']:,}",
@@ -103,14 +115,18 @@ def format_table(rows: list[dict[str, Any]]) -> str:
             if ops:
                 lines.append(f"  {r['model']} ({r['stream']}) streams in {graph}: "
                              + ", ".join(ops))
+        if r.get("blocked"):
+            lines.append(f"  {r['model']} ({r['stream']}) updates " + "; ".join(r["blocked"]))
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default=",".join(ROWS), help="which rows (default: all)")
-    ap.add_argument("--stream", default="off,auto",
-                    help="stream modes to compile with, one row each (default: off,auto)")
+    ap.add_argument("--modes", "--stream", default="off,stream,auto",
+                    help="memory modes to compile with, one row each: off (compile "
+                    "--no-stream --no-block-updates), stream (--no-block-updates), blocks "
+                    "(--no-stream), auto (the default of compile); default: off,stream,auto")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     rows = []
@@ -119,19 +135,24 @@ def main(argv: list[str] | None = None) -> int:
             if key not in ROWS:
                 print(f"unknown row {key!r}: choose from {', '.join(ROWS)}", file=sys.stderr)
                 return 2
-            for stream in args.stream.split(","):
+            for stream in args.modes.split(","):
+                if stream not in MODES:
+                    print(f"unknown mode {stream!r}: choose from {', '.join(MODES)}",
+                          file=sys.stderr)
+                    return 2
                 r = measure(key, Path(tmp), stream)
                 if r is None:
                     print(f"{key}: ../shared/models/{ROWS[key][0]} is not here; skipped",
                           file=sys.stderr)
                     break
-                print(f"{key} (stream {stream}): SRAM {r['sram_default']:,} -> "
+                print(f"{key} ({stream}): SRAM {r['sram_default']:,} -> "
                       f"{r['sram_auto']:,} B", file=sys.stderr, flush=True)
                 rows.append(r)
     if args.json:
         print(json.dumps(rows))
         return 0
-    print("bytes; stream = the stream stage (off: compile --no-stream); arena = the project's "
+    print("bytes; mode = the memory stages (off: compile --no-stream --no-block-updates; "
+          "stream: --no-block-updates; blocks: --no-stream; auto: both on); arena = the project's "
           "(the larger of the training and inference plans); lower bound = the training "
           "schedule's; SRAM = the linked image (.data + .bss + reserved stack); other = the "
           "harness, libc and runtime data; stack auto = compile --stack auto (measured "

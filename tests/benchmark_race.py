@@ -133,10 +133,13 @@ def profile_ops(proj, graph, spec) -> list[dict[str, Any]]:
     """Every kernel call of one training step (a per-call profiling build of the same
     project), with its MACs and layer kind, most expensive first."""
     from codegen import pipeline
+    from codegen.blocks import reblock
     from codegen.run.device import run_device
     from codegen.summary import op_macs
 
     tg = pipeline.training_graph(graph, spec)
+    blocked = ((proj.manifest.get("memory") or {}).get("stream") or {}).get("train") or {}
+    tg = reblock(tg, (blocked.get("update_blocks") or {}).get("updates"))
     by_name = {op.name: op for op in tg.ops}
     macs = {op.name: (op_macs(tg, op) if op.outputs else 0) + grad_op_macs(tg, op)
             for op in tg.ops}

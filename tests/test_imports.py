@@ -46,6 +46,7 @@ RANKS = {
     "quant": 3,
     "train": 4,
     "stream": 4,  # the stream pass: fuses frozen chains of a (training) graph before lowering
+    "blocks": 4,  # the blocked-update pass: splits weight gradients of a training graph
     "summary": 4,  # layer and MAC counts of a (training) graph
     "backends": 5,
     "schedule": 6,

@@ -241,6 +241,7 @@ class StructArrayArg:
 class TensorArg:
     tensor: str                       # IR tensor name
     ctype: str                        # "const int8_t *" (read) or "int8_t *" (written)
+    offset: int = 0                   # elements past the tensor's start (a block of it)
 
     @property
     def writes(self) -> bool:

@@ -517,12 +517,17 @@ _SLOT_CTYPES = {  # slot -> element type in each mode (param: by the parameter's
 }
 
 
+def _update_channels(v: _TrainOp) -> tuple[int, ...] | None:
+    """The channels an update op writes (a block of the trained ones with attr rows)."""
+    return train_optim.update_block(v.channels(), v.attr("rows"))
+
+
 def _update_dims(v: _TrainOp, param: Tensor) -> Struct:
     axis = int(v.attr("channel_axis", 0))
     shape = param.shape
     if not 0 <= axis < len(shape):
         raise v.error(f"channel_axis {axis} outside the parameter's rank {len(shape)}")
-    ch = v.channels()
+    ch = _update_channels(v)
     count = shape[axis] if ch is None else len(ch)
     if ch is not None and any(not 0 <= c < shape[axis] for c in ch):
         raise v.error(f"channels {list(ch)} outside the parameter's {shape[axis]} channels")
@@ -577,9 +582,14 @@ def _update(v: _TrainOp) -> KernelCall:
             "lr": float(F32(v.attr("lr"))), "beta1": float(F32(v.attr("beta1"))),
             "beta2": float(F32(v.attr("beta2"))), "eps": float(F32(v.attr("eps"))),
             "accumulate": acc})
+    ch = _update_channels(v)
+    rows = v.attr("rows")
+    j0 = int(rows[0]) if rows is not None else 0
+    inner = int(np.prod(slots["grad"].shape[1:], dtype=np.int64)) if "grad" in slots else 0
     args: list[tuple[str, Arg]] = [
         ("params", StructArg(params)), ("dims", StructArg(_update_dims(v, param))),
-        ("channels", _channels_arg(v))]
+        ("channels", NullArg("const int32_t *") if ch is None
+         else ArrayArg(int32_array("channels", ch)))]
     for slot in used:
         write = slot in _WRITES
         ctype = C_TYPES[param.dtype] if slot == "param" else _SLOT_CTYPES[mode][slot]
@@ -592,7 +602,11 @@ def _update(v: _TrainOp) -> KernelCall:
             continue
         if C_TYPES.get(t.dtype) != ctype:
             raise v.error(f"slot {slot} ({t.name!r}) is {t.dtype}, the kernel takes {ctype}")
-        args.append((slot, TensorArg(t.name, f"{ctype} *" if write else f"const {ctype} *")))
+        # a block of a blocked update: rows j0.. of the per-channel constants and state
+        offset = (j0 if slot in ("qas", "qas_shift") else j0 * inner) \
+            if slot in train_optim.ROW_SLOTS else 0
+        args.append((slot, TensorArg(t.name, f"{ctype} *" if write else f"const {ctype} *",
+                                     offset)))
     return v.call(f"pe_{kind}_{mode}_{ptype}", args)
 
 

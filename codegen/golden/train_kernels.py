@@ -354,7 +354,8 @@ def _update_slots(v: _View) -> dict[str, str]:
 
 def _b_update(v: _View):
     names = _update_slots(v)
-    ch = to.Channels(v.channels(), int(v.a("channel_axis", 0)))
+    rows = v.a("rows")
+    ch = to.Channels(to.update_block(v.channels(), rows), int(v.a("channel_axis", 0)))
     lr = float(v.a("lr"))
     acc = int(v.a("accumulate", 1) or 1)
     updates = set(v.a("updates"))
@@ -377,6 +378,9 @@ def _b_update(v: _View):
 
     def run(vals):
         s = {k: vals[UPDATE_INPUTS.index(k)] for k in names}
+        whole = {k: s[k] for k in to.ROW_SLOTS if k in s}
+        if rows is not None:       # a block: rows j0..j1 of the per-channel inputs and state
+            s.update({k: w[int(rows[0]):int(rows[1])] for k, w in whole.items()})
         common = {"lr_t": s.get("lr"), "master": s.get("master"), "accum": s.get("accum"),
                   "step": s.get("step"), "accumulate": acc, "saturated": s.get("saturated"),
                   "bias_limit": bias_limit}
@@ -400,7 +404,11 @@ def _b_update(v: _View):
             name = names[slot]
             if name not in updates:
                 raise v.error(f"writes {name!r} ({slot}), which is not in its updates")
-            out[name] = np.asarray(value).astype(v.graph.tensors[name].dtype)
+            value = np.asarray(value).astype(v.graph.tensors[name].dtype)
+            if rows is not None and slot in whole:
+                value = np.concatenate([whole[slot][:int(rows[0])], value,
+                                        whole[slot][int(rows[1]):]])
+            out[name] = value
         return out
     return run
 

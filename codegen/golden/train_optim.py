@@ -49,6 +49,18 @@ class Channels:
         return np.asarray(v).reshape(shape)
 
 
+ROW_SLOTS = ("qas", "qas_shift", "buf1", "buf2", "master", "accum")   # per trained channel
+
+
+def update_block(channels: tuple[int, ...] | None, rows) -> tuple[int, ...] | None:
+    """The parameter channels an update op writes: its trained ``channels`` (None: all), or
+    rows [j0, j1) of them for an op of a blocked update (attr ``rows``)."""
+    if rows is None:
+        return channels
+    j0, j1 = (int(r) for r in rows)
+    return tuple(range(j0, j1)) if channels is None else tuple(channels[j0:j1])
+
+
 def param_limits(dtype, bias_limit: int | None = None) -> tuple[int, int]:
     """Saturation bounds of a parameter: int8 weights [-127, 127]; int32 biases
     [-bias_limit, bias_limit] (the update op's ``bias_limit``), else the int32 range."""

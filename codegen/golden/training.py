@@ -63,8 +63,9 @@ def saturation_counters(graph: Graph) -> list[str]:
     """The ``saturated`` slot tensors of the update ops (one int32 (1,) count per trainable
     parameter, train_optim), in op order."""
     k = UPDATE_INPUTS.index("saturated")
-    return [op.inputs[k] for op in graph.ops
-            if op.type in PARAM_UPDATE_OPS and len(op.inputs) > k and op.inputs[k]]
+    return list(dict.fromkeys(op.inputs[k] for op in graph.ops       # blocks share one
+                              if op.type in PARAM_UPDATE_OPS and len(op.inputs) > k
+                              and op.inputs[k]))
 
 
 def saturation_count(graph: Graph, state: TrainState) -> int:
@@ -93,12 +94,14 @@ def master_copies(graph: Graph) -> list[MasterCopy]:
     """The master copies of the graph's update ops, in op order (none without
     ``master_weights``)."""
     out = []
+    seen: set[str] = set()
     for op in graph.ops:
         if op.type not in PARAM_UPDATE_OPS:
             continue
         slot = dict(zip(UPDATE_INPUTS, op.inputs))
-        if not slot.get("master"):
+        if not slot.get("master") or slot["master"] in seen:   # the blocks of one update
             continue
+        seen.add(slot["master"])
         param = graph.tensors[slot["param"]]
         # attr kind is informative; an int8 parameter is a weight, an int32 one a bias
         kind = op.attrs.get("kind") or ("weight" if param.dtype == "int8" else "bias")

@@ -385,9 +385,17 @@ def _check_update(graph: Graph, op: Op) -> None:
         if any(not 0 <= c < param.shape[axis] for c in ch):
             _fail(op, f"channels {list(ch)} outside {param.shape[axis]} channels")
         want[axis] = len(ch)
-    if list(grad.shape) != want:
+    rows = op.attrs.get("rows")            # a block of the trained channels (update_blocks)
+    grad_want = list(want)
+    if rows is not None:
+        j0, j1 = (int(r) for r in rows)
+        if axis != 0 or not 0 <= j0 < j1 <= want[axis]:
+            _fail(op, f"rows {list(rows)} must be a block [j0, j1) of the {want[axis]} "
+                      "trained channels on axis 0")
+        grad_want[axis] = j1 - j0
+    if list(grad.shape) != grad_want:
         _fail(op, f"gradient shape {list(grad.shape)} does not match parameter "
-                  f"{list(param.shape)} restricted to {want[axis]} channels")
+                  f"{list(param.shape)} restricted to {grad_want[axis]} channels")
     if t[slot["qas"]].shape != (want[axis],):
         _fail(op, f"qas {slot['qas']!r} has shape {list(t[slot['qas']].shape)}, expected "
                   f"[{want[axis]}]")

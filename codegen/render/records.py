@@ -332,7 +332,8 @@ class RecordBuilder:
             elif isinstance(arg, StructArrayArg):
                 args.append(self.kconst.struct_array(arg))
             elif isinstance(arg, TensorArg):
-                args.append(self._pointer(arg.tensor, arg.ctype, graph, arena, where))
+                ptr = self._pointer(arg.tensor, arg.ctype, graph, arena, where)
+                args.append(f"({ptr} + {arg.offset})" if arg.offset else ptr)
                 used.add(arg.tensor)
             elif isinstance(arg, TensorListArg):
                 elem = arg.ctype.strip()[:-1].strip()           # 'const int8_t *const'

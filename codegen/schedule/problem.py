@@ -16,6 +16,8 @@ Order constraints besides data flow (``order_edges``):
   every op touching it keeps its given order relative to each op that mutates it, so readers see
   the value the builder intended;
 - ``step_counter`` runs last (docs/training.md);
+- ``attrs["after"]``: an op runs after the ops it names (the blocks of a blocked update run
+  in order: block k + 1's gradient after block k's update, ``codegen.blocks``);
 - *anchored updates* (``updates="anchored"``): update ops keep their given order relative to
   each other and to every backward op (loss, gradient ops), i.e. the builder's placement.
 
@@ -108,9 +110,13 @@ def order_edges(graph: Graph, updates: str = "auto") -> list[set[int]]:
             for b in idx[a_pos + 1:]:
                 if a in ws or b in ws:
                     preds[b].add(a)
+    index = {op.name: i for i, op in enumerate(ops)}
     for i, op in enumerate(ops):
         if op.type == "step_counter":        # always the last op (docs/training.md)
             preds[i].update(range(i))
+        for name in op.attrs.get("after", ()) or ():
+            if name in index and index[name] != i:
+                preds[i].add(index[name])
     if updates == "anchored":
         ups = [i for i, op in enumerate(ops) if is_update_op(op)]
         if ups:
