@@ -579,7 +579,11 @@ def check_device_budget(board: Any, infer: LoweredGraph, train: LoweredGraph | N
                       f"{m['harness'] / 1024:.1f} KiB")
         hint = SRAM_HINT
         over = m["sram"] - board.sram_budget
-        if over <= m["stack"] - MIN_STACK:
+        turned_off = _memory_stages_off(infer, train)
+        if turned_off:
+            # a memory stage was turned off where it would act: say so first
+            hint = f"hint: {turned_off}, or " + SRAM_HINT.removeprefix("hint: ")
+        elif over <= m["stack"] - MIN_STACK:
             # the stack alone could make up for it: say which transformation would
             hint = (f"hint: {over / 1024:.1f} KiB short, less than the {m['stack'] / 1024:.1f} "
                     "KiB stack the firmware reserves: compile --stack auto reserves the "
@@ -594,6 +598,22 @@ def check_device_budget(board: Any, infer: LoweredGraph, train: LoweredGraph | N
                         f"{m['data'] / 1024:.1f} KiB, before code), board {board.name} has "
                         f"{format_size(board.flash_budget)}; " + FLASH_HINT)
     return m
+
+
+def _memory_stages_off(infer: LoweredGraph, train: LoweredGraph | None) -> str:
+    """Which memory transformation was turned off although it has something to act on
+    (for the budget error's hint), or ""."""
+    fixes = []
+    lgs = [infer] + ([train] if train is not None else [])
+    blocks = ((train.stream or {}).get("update_blocks") or {}) if train is not None else {}
+    if blocks.get("mode") == "off" and blockable(train.graph):
+        fixes.append("compile without --no-block-updates computes the weight gradients in "
+                     "blocks of output channels")
+    if any((lg.stream or {}).get("mode") == "off" and stream_graph(lg.graph) is not lg.graph
+           for lg in lgs):
+        fixes.append("compile without --no-stream runs frozen chains of convolutions in "
+                     "row bands")
+    return "; ".join(fixes)
 
 
 def kernel_costs(graph: Graph, board: Any, chain: Any, *, measure: bool = True,

@@ -189,3 +189,20 @@ def test_board_fine_tune_blocked_equals_golden():
     assert len({r["params_sha256"] for r in runs.values()}) == 1
     off, on = runs["mps2-an386", "off"], runs["mps2-an386", "auto"]
     assert on["memory"]["sram_bytes"] < off["memory"]["sram_bytes"] - 2_000
+
+
+def test_budget_error_names_the_stage_that_was_turned_off(capsys):
+    """VWW weight:last4 does not fit netduinoplus2's 192 KiB with its 256 KiB gradient whole;
+    blocked it does: the error says which switch to drop."""
+    from codegen.cli import main
+    from tests.render.helpers import model_path
+
+    args = ["plan", str(model_path("vww_96_int8.tflite")), "--train", "weight:last4",
+            "--board", "netduinoplus2"]
+    assert main(args) == 0
+    capsys.readouterr()
+    assert main([*args, "--no-block-updates"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "board netduinoplus2 has 192 KiB" in err
+    assert "hint: compile without --no-block-updates computes the weight gradients in blocks" \
+        in err
