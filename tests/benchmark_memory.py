@@ -15,7 +15,10 @@ linking and running the firmware on the board's emulator; no numbers are hard-co
                                      [--modes off,stream,blocks,auto] [--json]
 
 The shared models live in ../shared/models (skipped when absent); MCUNet-5FPS with TinyEngine's
-"49kb" scheme is rebuilt from its layer table (tests/mcunet.py).
+"49kb" scheme is rebuilt from its layer table, MobileNetV2-w0.35 at 128x128 (torchvision's
+layers and channel rounding, 10 classes, random weights) from a generated one, with the
+issue's scheme: biases of the last 20 layers, the classifier, a quarter of the last two
+expansions (tests/mcunet.py).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ SHARED = ROOT.parent / "shared" / "models"
 # (key, model, spec, board): the model is a file name in ../shared/models, "mcunet" or "digits"
 ROWS = {
     "mcunet": ("mcunet", None, "mps2-an500"),
+    "mbv2": ("mbv2", None, "mps2-an500"),
     "kws": ("kws_ref_model.tflite", "bias:last3+weight:last2", "mps2-an500"),
     "vww": ("vww_96_int8.tflite", "weight:last4", "mps2-an500"),
     "ad01": ("ad01_int8.tflite", "bias:all+weight:last2,loss=mse", "mps2-an500"),
@@ -47,6 +51,10 @@ def _model(name: str, spec: str | None) -> tuple[Any, Any, Any]:
         from tests.mcunet import mcunet_graph, mcunet_spec_49kb
 
         return mcunet_graph(seed=0), mcunet_spec_49kb(), None
+    if name == "mbv2":
+        from tests.mcunet import mbv2_graph, mbv2_spec
+
+        return mbv2_graph(seed=0), mbv2_spec(), None
     if name == "digits":
         from codegen import models
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -354,9 +355,14 @@ def mcunet_graph(seed: int = 0, table: Path = TABLE) -> Graph:
     ``v1_conv_0`` .. ``v14_conv_2``, ``avgpool``, ``v15``) plus ``<block>_add`` for the residual
     ADDs. Weights, biases and scales depend only on ``seed``. TableMissing when the table is
     absent; ValueError when the table contradicts itself (shapes, zero points)."""
-    t = load_table(table)
+    return table_graph(load_table(table), seed, "mcunet_5fps_128", table.name)
+
+
+def table_graph(t: dict[str, Any], seed: int, name: str, source: str) -> Graph:
+    """The verified int8 graph of a layer table in the MCUNet table's format (``input``,
+    ``architecture``: ``layers``, ``residual_blocks``, ``residual_adds``)."""
     arch = t["architecture"]
-    b = _Builder(np.random.default_rng(seed))
+    b = _Builder(np.random.default_rng(seed), Graph(name=name))
     in_shape = tuple(t["input"]["shape_nhwc"])
     in_q = QuantParams(np.float32(INPUT_SCALE), int(t["input"].get("zero_point", 0)))
     x_q = _calibration_input(seed, in_shape).astype(np.int64)
@@ -388,5 +394,91 @@ def mcunet_graph(seed: int = 0, table: Path = TABLE) -> Graph:
     g = b.g
     g.inputs, g.outputs = ["input"], [x.name]
     g.metadata.update({"source_format": "test", "source": "tests/mcunet.py",
-                       "mcunet_table": table.name, "seed": seed})
+                       "mcunet_table": source, "seed": seed})
     return verify(g)
+
+
+# -- MobileNetV2 ------------------------------------------------------------------------------------
+MBV2_SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                 (6, 160, 3, 2), (6, 320, 1, 1))     # torchvision: (t, c, n, s) per stage
+
+
+def make_divisible(v: float, divisor: int = 8) -> int:
+    """torchvision's channel rounding (_make_divisible)."""
+    new = max(divisor, int(v + divisor / 2) // divisor * divisor)
+    return new + divisor if new < 0.9 * v else new
+
+
+def mbv2_table(width: float = 0.35, resolution: int = 128, classes: int = 10
+               ) -> dict[str, Any]:
+    """MobileNetV2 (torchvision's layers and channel rounding) as a layer table in the MCUNet
+    table's format: stem conv 3x3/2, 17 inverted-residual blocks ``b1`` .. ``b17`` (expand 1x1
+    when t > 1, depthwise 3x3, project 1x1; a residual ADD when stride 1 and in == out), the
+    last 1x1 conv to 1280, global average pooling, the classifier ``fc``. ReLU6 outputs have
+    zero point -128, linear ones 0."""
+    layers: list[dict[str, Any]] = []
+    residual: list[str] = []
+
+    def layer(name: str, block: str, op: str, k: int, stride: int, hwc: list[int], oc: int,
+              relu6: bool) -> list[int]:
+        h, w, c = hwc
+        pad = k // 2
+        oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+        groups = c if op == "depthwise_conv2d" else 1
+        layers.append({"name": name, "block": block, "op": op, "kernel": [k, k],
+                       "stride": stride, "padding": pad, "in_shape_hwc": [h, w, c],
+                       "out_shape_hwc": [oh, ow, oc], "groups": groups,
+                       "activation": "relu6-like clamp" if relu6 else "linear",
+                       "out_zero_point": -128 if relu6 else 0,
+                       "in_zero_point": layers[-1].get("out_zero_point", -128) if layers
+                       else 0})
+        return [oh, ow, oc]
+
+    x = layer("stem", "stem", "conv2d", 3, 2, [resolution, resolution, 3],
+              make_divisible(32 * width), True)
+    n_block = 0
+    for t, c, n, s in MBV2_SETTINGS:
+        oc = make_divisible(c * width)
+        for i in range(n):
+            n_block += 1
+            blk = f"b{n_block}"
+            stride = s if i == 0 else 1
+            inp = x[2]
+            y, k = x, 0
+            if t != 1:
+                y = layer(f"{blk}_conv_{k}", blk, "conv2d", 1, 1, y, round(inp * t), True)
+                k += 1
+            y = layer(f"{blk}_conv_{k}", blk, "depthwise_conv2d", 3, stride, y, y[2], True)
+            y = layer(f"{blk}_conv_{k + 1}", blk, "conv2d", 1, 1, y, oc, False)
+            if stride == 1 and inp == oc:
+                residual.append(blk)
+            x = y
+    x = layer("last", "last", "conv2d", 1, 1, x, 1280 if width <= 1.0 else
+              make_divisible(1280 * width), True)
+    layers.append({"name": "avgpool", "block": "pool", "op": "global_avg_pool",
+                   "in_shape_hwc": x, "out_shape_hwc": [1, 1, x[2]]})
+    x = [1, 1, x[2]]
+    layer("fc", "fc", "conv2d", 1, 1, x, classes, False)      # pooled ReLU6: zero point -128
+    for a, b in pairwise(layers):                   # an ADD's output: the reader's zero point
+        if b.get("op") != "global_avg_pool" and a["block"] in residual and \
+                a["block"] != b["block"]:
+            b["in_zero_point"] = 0
+    return {"input": {"shape_nhwc": [1, resolution, resolution, 3], "zero_point": 0},
+            "architecture": {"layers": layers, "residual_blocks": residual,
+                             "residual_adds": []}}
+
+
+def mbv2_graph(seed: int = 0, width: float = 0.35, resolution: int = 128,
+               classes: int = 10) -> Graph:
+    """MobileNetV2-w``width`` at ``resolution`` as a verified int8 graph with random weights
+    (``mbv2_table``; op names ``stem``, ``b1_conv_0`` .., ``last``, ``avgpool``, ``fc``)."""
+    return table_graph(mbv2_table(width, resolution, classes), seed,
+                       f"mobilenetv2_w{width}_{resolution}", "mbv2_table")
+
+
+def mbv2_spec() -> str:
+    """The issue's scheme: biases of the last 20 layers, the classifier's weights and a
+    quarter of the output channels of two late pointwise convs (the expansions of the last
+    two blocks); plain SGD, fp32 backward."""
+    return ("bias:last20+weight:fc+weight:b17_conv_0/b16_conv_0@0.25,"
+            "opt=sgd,lr=0.0008,loss=cross_entropy,backward=fp32,master_weights=none")

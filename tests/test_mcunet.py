@@ -121,3 +121,47 @@ def test_backward_macs_equal_the_table(training):
     # the backward stops at v8_conv_1 (its bias is the earliest trainable parameter)
     grads = {op.attrs.get("forward") for op in training.ops if op.type.endswith("_grad_input")}
     assert "v8_conv_2" in grads and "v8_conv_1" not in grads
+
+
+# -- MobileNetV2-w0.35 (issue 13's second network) ---------------------------------------------
+def test_mobilenetv2_follows_torchvision():
+    from tests.mcunet import make_divisible, mbv2_graph, mbv2_spec
+
+    assert [make_divisible(c * 0.35) for c in (32, 16, 24, 32, 64, 96, 160, 320)] == \
+        [16, 8, 8, 16, 24, 32, 56, 112]
+    g = mbv2_graph(seed=0)
+    ops = {op.name: op for op in g.ops}
+    def shape(n):
+        return g.tensors[n].shape
+
+    dw = ops["b2_conv_1"]                      # block 2's depthwise: 64x64x48 -> 32x32x48
+    assert shape(dw.inputs[0]) == (1, 64, 64, 48) and shape(dw.outputs[0]) == (1, 32, 32, 48)
+    assert shape(ops["stem"].outputs[0]) == (1, 64, 64, 16)
+    assert shape(ops["last"].outputs[0]) == (1, 4, 4, 1280)
+    assert sum(op.type == "add" for op in g.ops) == 10                   # torchvision's residuals
+    assert sum(op.type == "depthwise_conv2d" for op in g.ops) == 17
+    x = np.random.default_rng(3).integers(-128, 128, (1, 128, 128, 3), dtype=np.int8)
+    (y,) = golden.run(g, x)
+    assert y.shape == (1, 10) and len(np.unique(y)) > 3
+    tg = pipeline.training_graph(g, mbv2_spec())
+    trained = {p["tensor"]: p["channels"] for p in tg.metadata["training"]["parameters"]}
+    assert sum(t.endswith("/bias") for t in trained) == 20
+    assert trained["fc/weight"] is None
+    assert len(trained["b17_conv_0/weight"]) == len(trained["b16_conv_0/weight"]) == 84  # 336/4
+
+
+def test_mobilenetv2_memory_stages_lower_the_arena():
+    """Streaming and blocked updates on MobileNetV2-w0.35's scheme (mps2-an500): the
+    block-2 expansion no longer sets the arena; both graphs plan far lower."""
+    from tests.mcunet import mbv2_graph, mbv2_spec
+
+    g = mbv2_graph(seed=0)
+    tg = pipeline.training_graph(g, mbv2_spec())
+    board = pipeline.resolve_board("mps2-an500")
+    off = pipeline.plan_project(g, tg, board, streaming="off", blocking="off")
+    auto = pipeline.plan_project(g, tg, board)
+    s = off[1].plan.schedule
+    peak = max(range(len(s.ops)), key=lambda k: s.live_bytes[k])
+    assert s.ops[peak].name == "b2_conv_1"
+    assert max(lg.plan.arena_bytes for lg in auto) < 0.5 * max(lg.plan.arena_bytes
+                                                                for lg in off)
