@@ -789,9 +789,18 @@ def _dw_grad_input(graph: Graph, op: Op, batch: int, target: Target) -> KernelCa
     k_h, k_w = int(f["h"]), int(f["w"])
     if int(p["ch_mult"]) != 1 or _tile(p["dilation"]) != (1, 1):
         return None
-    in_w = int(_struct(ref, "dx_dims")["w"])
+    dx, dy = _struct(ref, "dx_dims"), _struct(ref, "dy_dims")
+    in_w = int(dx["w"])
     scratch = k_h * k_w * 8 * 4 + 2 * in_w * 2
-    return replace(ref, kernel=ref.kernel + SUFFIX, scratch_bytes=scratch)
+    pad_h = _tile(p["padding"])[0]
+    same = _tile(p["stride"]) == (1, 1) and all(int(dx[k]) == int(dy[k]) for k in "nhwc")
+    if not (same and pad_h < k_h):
+        return replace(ref, kernel=ref.kernel + SUFFIX, scratch_bytes=scratch)
+    # dx may be written over dy: a ring of the dy rows still to be read (k_h - pad_h rows of
+    # eight channels) joins the scratch
+    return replace(ref, kernel=ref.kernel + SUFFIX,
+                   scratch_bytes=scratch + (k_h - pad_h) * in_w * 8 * 4,
+                   inplace=(ref.arg("dy").tensor,))
 
 
 def _avg_pool_grad(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:

@@ -46,6 +46,22 @@ def test_arm_training_kernel_matches_golden(arm_library, op_type):
     assert taken > N_CASES // 2, f"arm took {taken} of {N_CASES} {op_type} cases"
 
 
+def test_depthwise_grad_input_written_over_dy_matches_golden(arm_library):
+    """dx over dy (the planner's in-place placement) where the record permits it: the same
+    bits as the golden model."""
+    lib = RefKernels(arm_library, record=_arm_or_ref())
+    taken = bad = 0
+    for graph, inputs in arm_train_cases.iter_cases("depthwise_conv2d_grad_input", 600,
+                                                    seed=11):
+        call = lib.record(graph, graph.ops[0], 1)
+        if not call.inplace:
+            continue
+        taken += 1
+        n_bad, _, diff = check_train_case(lib, graph, inputs, inplace=True)
+        assert n_bad == 0, (diff, graph.ops[0].attrs, graph.tensors[graph.inputs[0]].shape)
+    assert taken >= 30 and bad == 0, taken
+
+
 @pytest.mark.emulator
 @pytest.mark.parametrize("name", ["mps2-an386", "mps2-an500", "mps3-an547"])
 def test_arm_training_kernels_on_the_core(name, tmp_path):

@@ -47,11 +47,13 @@ def same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
-def run_op(lib: RefKernels, graph: Graph, op: Op, values: Mapping[str, np.ndarray]
-           ) -> dict[str, np.ndarray]:
+def run_op(lib: RefKernels, graph: Graph, op: Op, values: Mapping[str, np.ndarray],
+           inplace: bool = False) -> dict[str, np.ndarray]:
     """Run ``op`` in C on C-layout ``values`` (tensor name -> array; constants default to their
     data) through the library's record (``lib.record``: ref's by default); returns its fresh
-    outputs. Arrays of ``values`` the kernel writes are updated in place."""
+    outputs. Arrays of ``values`` the kernel writes are updated in place. ``inplace``: where
+    the record permits it, the output is written over its input (one buffer holding the
+    input's values, as the planner places them)."""
     call = lib.record(graph, op, 1)
     vals: dict[str, np.ndarray] = {}
     outs: dict[str, np.ndarray] = {}
@@ -65,18 +67,24 @@ def run_op(lib: RefKernels, graph: Graph, op: Op, values: Mapping[str, np.ndarra
             vals[name] = c_array(t.dtype, t.shape, t.data)
         else:
             raise KeyError(f"no value for tensor {name!r}")
+    if inplace and call.inplace:
+        src, out = call.inplace[0], op.outputs[0]
+        if vals[src].shape == vals[out].shape and vals[src].dtype == vals[out].dtype:
+            outs[out] = vals[out] = vals[src] = vals[src].copy()
     lib.call(call, vals)
     return outs
 
 
-def check_train_case(lib: RefKernels, graph: Graph, inputs: list) -> tuple[int, int, str]:
-    """(mismatching tensors, compared tensors, first difference) of one single-op case."""
+def check_train_case(lib: RefKernels, graph: Graph, inputs: list, inplace: bool = False
+                     ) -> tuple[int, int, str]:
+    """(mismatching tensors, compared tensors, first difference) of one single-op case
+    (``inplace``: see ``run_op``)."""
     op = graph.ops[0]
     golden = build_train_kernel(graph, op).run(list(inputs))
     values = {n: c_array(graph.tensors[n].dtype, graph.tensors[n].shape, v)
               for n, v in zip(op.inputs, inputs) if n}
     before = {n: v.copy() for n, v in values.items()}
-    outs = run_op(lib, graph, op, values)
+    outs = run_op(lib, graph, op, values, inplace)
     if op.outputs:
         want = {n: c_array(graph.tensors[n].dtype, graph.tensors[n].shape, v)
                 for n, v in zip(op.outputs, golden)}

@@ -12,7 +12,9 @@
  *     grad weight  dw[j, c] = sum over p of dy[p, o_j] * x_r[p, c]: x_r of four positions at a
  *                  time in the scratch buffer, dw accumulating in place;
  *   depthwise (multiplier 1) grad input: per input pixel and eight channels, the in-image taps
- *     in (kh, kw) order, w_r of eight channels in the scratch buffer;
+ *     in (kh, kw) order, w_r of eight channels in the scratch buffer; written over dy (dx ==
+ *     dy: stride 1, the same shape, top padding below the kernel height) with the dy rows
+ *     still to be read (k_h - pad_h of them, eight channels) kept in a ring in the scratch;
  *   average pooling grad with windows that do not overlap: each input element receives at most
  *     one term, 0.0f + dy / count.
  *
@@ -274,6 +276,12 @@ void pe_depthwise_conv2d_grad_input_f32_arm(const pe_context *ctx,
     float *const wr = (float *)ctx->buf;
     int16_t *const kx0_of = (int16_t *)(wr + k_h * k_w * 8);   /* per iw: first tap, count */
     int16_t *const nx_of = kx0_of + in_w;
+    /* in place (dx == dy, codegen/backends/arm.py grants it for stride 1, the same shape and
+     * pad_h < k_h): dy rows ih - ring_n + 1 .. ih of the block's channels, row r in slot
+     * r % ring_n (in_w x 8 floats); rows below ih come from there, rows above from dy */
+    float *const ring = (float *)(nx_of + in_w);
+    const int inplace = (const void *)dx == (const void *)dy;
+    const int32_t ring_n = k_h - params->padding.h;
     int32_t n, c0, ih, iw, ky, j, t;
     for (iw = 0; iw < in_w; ++iw) {
         int32_t k0, cnt;
@@ -294,6 +302,14 @@ void pe_depthwise_conv2d_grad_input_f32_arm(const pe_context *ctx,
             for (ih = 0; ih < in_h; ++ih) {
                 int32_t ky0, ny;
                 pe_arm_tap_run(ih, k_h, sh, params->padding.h, out_h, &ky0, &ny);
+                if (inplace) {                 /* row ih before dx row ih overwrites it */
+                    float *slot = ring + (ih % ring_n) * in_w * 8;
+                    for (iw = 0; iw < in_w; ++iw) {
+                        for (j = 0; j < cw; ++j) {
+                            slot[iw * 8 + j] = dyn[(ih * out_w + iw) * chans + c0 + j];
+                        }
+                    }
+                }
                 for (iw = 0; iw < in_w; ++iw) {
                     float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
                     float *out = dx + ((n * in_h + ih) * in_w + iw) * chans + c0;
@@ -303,7 +319,10 @@ void pe_depthwise_conv2d_grad_input_f32_arm(const pe_context *ctx,
                         for (ky = 0; ky < ny; ++ky) {
                             const int32_t kyy = ky0 + ky * sh;
                             const int32_t oy = (ih + params->padding.h - kyy) / sh;
-                            pe_arm_f32_taps8(acc, dyn + (oy * out_w + ox0) * chans + c0, -chans,
+                            const int ringed = inplace && oy <= ih;
+                            const float *g = ringed ? ring + ((oy % ring_n) * in_w + ox0) * 8
+                                                    : dyn + (oy * out_w + ox0) * chans + c0;
+                            pe_arm_f32_taps8(acc, g, ringed ? -8 : -chans,
                                              wr + 8 * (kyy * k_w + kx0), 8 * sw, nx);
                         }
                     } else if (nx > 0) {
@@ -314,7 +333,9 @@ void pe_depthwise_conv2d_grad_input_f32_arm(const pe_context *ctx,
                             const int32_t kyy = ky0 + ky * sh;
                             const int32_t oy = (ih + params->padding.h - kyy) / sh;
                             for (kx = 0; kx < nx; ++kx) {
-                                const float *g = dyn + (oy * out_w + ox0 - kx) * chans + c0;
+                                const float *g = inplace && oy <= ih
+                                    ? ring + ((oy % ring_n) * in_w + ox0 - kx) * 8
+                                    : dyn + (oy * out_w + ox0 - kx) * chans + c0;
                                 const float *wk = wr + 8 * (kyy * k_w + kx0 + kx * sw);
                                 for (j = 0; j < cw; ++j) {
                                     acc[j] = acc[j] + g[j] * wk[j];
