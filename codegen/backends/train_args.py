@@ -128,8 +128,7 @@ def _f32_array(name: str, values) -> ConstArray:
     return ConstArray(name, "float", np.asarray(values, dtype=np.float32).reshape(-1))
 
 
-def _channels_arg(v: _TrainOp) -> Arg:
-    ch = v.channels()
+def _channels_arg(ch: tuple[int, ...] | None) -> Arg:
     if ch is None:
         return NullArg("const int32_t *")
     return ArrayArg(int32_array("channels", ch))
@@ -295,7 +294,7 @@ def _conv_grad_weight(v: _TrainOp) -> KernelCall:
         params = Struct(f"pe_conv_grad_weight_params{sfx}", {**base, **_geometry(v)})
         x_dims, dy_dims, dw_dims = dims(x.shape), dims(dy.shape), dims(dw.shape)
     return v.call(f"pe_{kind}_{v.suffix}", [
-        ("ctx", ContextArg()), ("params", StructArg(params)), ("channels", _channels_arg(v)),
+        ("ctx", ContextArg()), ("params", StructArg(params)), ("channels", _channels_arg(v.channels())),
         ("x_dims", StructArg(x_dims)), ("x", _t(x)), ("dy_dims", StructArg(dy_dims)),
         *_grad(v, ins, "dy"), ("dw_dims", StructArg(dw_dims)), *_grad(v, outs, "dw", True)])
 
@@ -588,8 +587,7 @@ def _update(v: _TrainOp) -> KernelCall:
     inner = int(np.prod(slots["grad"].shape[1:], dtype=np.int64)) if "grad" in slots else 0
     args: list[tuple[str, Arg]] = [
         ("params", StructArg(params)), ("dims", StructArg(_update_dims(v, param))),
-        ("channels", NullArg("const int32_t *") if ch is None
-         else ArrayArg(int32_array("channels", ch)))]
+        ("channels", _channels_arg(ch))]
     for slot in used:
         write = slot in _WRITES
         ctype = C_TYPES[param.dtype] if slot == "param" else _SLOT_CTYPES[mode][slot]

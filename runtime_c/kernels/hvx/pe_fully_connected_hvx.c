@@ -228,7 +228,7 @@ void pe_fully_connected_grad_weight_s8_hvx(const pe_context *ctx,
                 const int32_t o = channels != 0 ? channels[j] : j;
                 const int32_t g = (int32_t)(((uint32_t)(uint16_t)(int16_t)dy[o]) * 0x10001u);
                 int32_t *d = dw + j * depth + c0;
-                if (len <= 32) {
+                if (len <= 32) {                /* one vector: 258 -> 218 packets (digits) */
                     pe_hvx_store_n(d, Q6_Vw_vmpyi_VwRh(xo[0], g), 4 * len);
                     continue;
                 }
