@@ -270,7 +270,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
                       profile_ops=args.profile_ops, timeout=args.timeout, keep_dir=args.keep,
                       board=args.board, backend=args.backend, measure=not args.no_measure,
                       check_graph=check, stream="off" if args.no_stream else "auto",
-                      blocks="off" if args.no_block_updates else "auto")
+                      blocks="off" if args.no_block_updates else "auto",
+                      partial="off" if args.no_partial_weights else "auto")
     finally:
         bar.close()
     if out is not None:
@@ -583,7 +584,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         tg = training_graph(graph, spec)
         check_pins(pins, graph, tg)
         infer, train = plan_project(graph, tg, board, args.backend, pins, cost, streaming,
-                                    "off" if args.no_block_updates else "auto")
+                                    "off" if args.no_block_updates else "auto",
+                                    "off" if args.no_partial_weights else "auto")
         target = train
         unordered = plan_lowered(build_training_graph(graph, spec, reorder=False), board,
                                  args.backend, pins, cost).plan
@@ -623,7 +625,8 @@ def stream_lines(info: dict | None) -> list[str]:
     one graph, as printed by plan and compile."""
     if not info:
         return []
-    return _stream_lines(info) + block_lines(info.get("update_blocks"))
+    return _stream_lines(info) + block_lines(info.get("update_blocks")) \
+        + partial_lines(info.get("partial_weights"))
 
 
 def block_lines(info: dict | None) -> list[str]:
@@ -635,6 +638,18 @@ def block_lines(info: dict | None) -> list[str]:
             f"{info['unblocked_arena_bytes']:,} B whole -> blocks of "
             + ", ".join(f"{u['param']} {u['blocks']} x {u['block_bytes']:,} B" for u in ups)
             + " (--no-block-updates: off)"]
+
+
+def partial_lines(info: dict | None) -> list[str]:
+    """What the partial-weight stage did to a training graph."""
+    if not info or not info["weights"]:
+        return []
+    ws = info["weights"]
+    return [f"partial trainable weights: {plural(len(ws), 'weight')} keep only their trained "
+            "channels in RAM: " + ", ".join(f"{w['weight']} {w['channels']}/"
+                                            f"{w['total_channels']} ({w['flash_bytes']:,} B "
+                                            "in flash)" for w in ws)
+            + " (--no-partial-weights: off)"]
 
 
 def _stream_lines(info: dict) -> list[str]:
@@ -731,6 +746,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                              shuffle=not args.no_shuffle, measure=not args.no_measure,
                              stack=args.stack, stream="off" if args.no_stream else "auto",
                              blocks="off" if args.no_block_updates else "auto",
+                             partial="off" if args.no_partial_weights else "auto",
                              progress=progress)
         bar.step()
     finally:
@@ -883,6 +899,10 @@ def _stream_option(sp: argparse.ArgumentParser) -> None:
                     help="compute every weight gradient whole before its update (by default "
                     "a gradient that sets the training arena is computed and applied in "
                     "blocks of output channels; docs/memory.md)")
+    sp.add_argument("--no-partial-weights", action="store_true",
+                    help="keep a weight whose training updates some of its channels whole in "
+                    "RAM (by default its frozen channels stay in flash when that lowers the "
+                    "RAM; docs/memory.md)")
 
 
 def _backend_option(sp: argparse.ArgumentParser) -> None:

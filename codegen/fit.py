@@ -28,6 +28,7 @@ from .pipeline import (
     block_mode,
     build_project,
     compile_model,
+    partial_mode,
     resolve_spec,
     run_device,
     run_host_fit,
@@ -90,7 +91,8 @@ def fit_model(model: str | Path | Graph, spec: Any,
               keep_dir: str | Path | None = None, board: str | None = None,
               backend: str = "auto", measure: bool = True,
               check_graph: Callable[[Graph], None] | None = None,
-              stream: Any = "auto", blocks: Any = "auto") -> dict[str, Any]:
+              stream: Any = "auto", blocks: Any = "auto", partial: Any = "auto"
+              ) -> dict[str, Any]:
     """Fine-tune `model` on `train` with the training `spec` on `engine`; evaluate on `evals`.
 
     Samples are visited one per step, in a fresh `numpy.random.default_rng(seed)` permutation
@@ -112,7 +114,8 @@ def fit_model(model: str | Path | Graph, spec: Any,
     C; the golden engine runs every chain the pass fuses as one stream_chain op unless it is
     ``off``. Streaming never changes a result: the same losses and parameters either way.
     ``blocks``: the blocked-update stage of the generated C (auto | off; the golden engine
-    runs every update whole): the same bits either way too.
+    runs every update whole): the same bits either way too. ``partial``: the partial-weight
+    stage of the generated C (auto | on | off; docs/memory.md): the same bits either way.
     """
     target = _engine_board(engine)
     if board is not None:
@@ -139,7 +142,8 @@ def fit_model(model: str | Path | Graph, spec: Any,
     tg = build_training_graph(graph, spec)
     streaming = stream_mode(stream)
     job = FitJob(graph, spec, tg, TrainState.from_graph(tg), x_tr, t_tr, ev, epochs, seed,
-                 shuffle, progress, backend, streaming, block_mode(blocks))
+                 shuffle, progress, backend, streaming, block_mode(blocks),
+                 partial_mode(partial))
     if target is not None:
         run = _run_board(job, target, profile_ops=profile_ops, timeout=timeout,
                          keep_dir=keep_dir, measure=measure, board_arg=engine)
@@ -202,6 +206,7 @@ class FitJob:
     backend: str = "auto"
     stream: str = "auto"              # the stream stage (pipeline.plan_project)
     blocks: str = "auto"              # the blocked-update stage (pipeline.plan_project)
+    partial: str = "auto"             # the partial-weight stage (pipeline.plan_project)
 
     def evaluate(self, outputs: np.ndarray) -> dict:
         assert self.evals is not None
@@ -256,7 +261,8 @@ def _run_host(job: FitJob) -> EngineRun:
     with tempfile.TemporaryDirectory(prefix="pockengine-fit-") as tmp:
         build = build_project(compile_model(job.graph, spec=job.spec,
                                             out_dir=Path(tmp) / "host", backend=job.backend,
-                                            stream=job.stream, blocks=job.blocks))
+                                            stream=job.stream, blocks=job.blocks,
+                                            partial=job.partial))
         before = job.evaluate(run_host_infer(build, job.evals[0])) if job.evals else {}
         t1 = time.perf_counter()
         res = run_host_fit(build, job.x, job.targets, order=job.seed if job.shuffle else None,
@@ -293,7 +299,8 @@ def _run_board(job: FitJob, board: Any, *, profile_ops: bool, timeout: float | N
                              out_dir=out, data=(job.x, job.targets), evals=job.evals,
                              epochs=job.epochs, seed=job.seed, shuffle=job.shuffle,
                              force=keep_dir is not None, backend=job.backend, measure=measure,
-                             stream=job.stream, blocks=job.blocks)
+                             stream=job.stream, blocks=job.blocks,
+                             partial=job.partial)
         fw = build_project(proj, profile_ops=profile_ops)
         t1 = time.perf_counter()
         live = [0]                  # steps already handed to ``progress`` while running

@@ -42,6 +42,7 @@ from .model_store import (  # the model file's stages live with it; re-exported
     load,
     quantize,
 )
+from .partial import partial_report, partial_weights, split_partial
 from .render import Lowered, LoweredGraph, RenderedProject, SourceInfo, render_project
 from .render.device import HARNESS_RAM_BYTES  # what the harness keeps in RAM (re-exported)
 from .render.embed import device_data
@@ -96,6 +97,8 @@ def lower(graph: Graph, board: Any = None, backend: str = "auto",
     the scratch and in-place facts the planner reads."""
     chain = chain_for(board if not isinstance(board, str) else resolve_board(board), backend)
     present = {op.name for op in graph.ops}
+    if isinstance(cost, CostModel) and cost.graph is not graph:
+        cost = dc_replace(cost, graph=graph)       # priced on this graph's tensors
     return lower_graph(graph, chain.backends, cost=cost, target=chain.target,
                        pins={k: v for k, v in (pins or {}).items() if k in present})
 
@@ -148,13 +151,16 @@ def stream_mode(value: Any) -> str:
 
 def plan_project(graph: Graph, tg: Graph | None, board: Any = None, backend: str = "auto",
                  pins: Mapping[str, str] | None = None, cost: Any = None,
-                 streaming: Any = "auto", blocking: Any = "auto"
+                 streaming: Any = "auto", blocking: Any = "auto", partial: Any = "auto"
                  ) -> tuple[LoweredGraph, LoweredGraph | None]:
     """lower + plan of a project's graphs, the inference graph (beside the training graph
     ``tg``) and ``tg``, with the blocked-update stage (``blocking``: auto | off; auto: the
     weight gradients that ``codegen.blocks`` can split are computed and applied in the fewest
     blocks of output channels that give the smallest training arena, none when splitting
-    does not lower it; see ``_choose_blocks``) and then the stream stage (``streaming``):
+    does not lower it; see ``_choose_blocks``), the partial-weight stage (``partial``: auto |
+    on | off; auto: the channel-sparse weights ``codegen.partial`` can split keep only their
+    trained channels in RAM when that lowers the project's RAM, arena + parameters; on:
+    whenever they can; see ``_choose_partial``) and then the stream stage (``streaming``):
 
     - ``off``: none; ``on``: every chain the pass fuses;
     - ``auto`` (default): only what lowers the project's arena (the larger plan of the two):
@@ -182,8 +188,12 @@ def plan_project(graph: Graph, tg: Graph | None, board: Any = None, backend: str
         blocked = _choose_blocks(tg, lp, keep)
     graphs = [beside_training(graph, tg)] + \
         ([blocked[0].graph if blocked else tg] if tg is not None else [])
-
+    pmode = partial_mode(partial)
     base = [lp(g) for g in graphs]
+    whole = base
+    if tg is not None and pmode != "off":
+        base = _choose_partial(graphs, base, lp, keep, always=pmode == "on")
+        graphs = [lg.graph for lg in base]
     full = base
 
     def streamed() -> list[LoweredGraph]:
@@ -206,8 +216,47 @@ def plan_project(graph: Graph, tg: Graph | None, board: Any = None, backend: str
     if tg is not None:
         info = {"mode": bmode, "updates": block_report(out[1].graph),
                 "unblocked_arena_bytes": (blocked[1] if blocked else base[1]).plan.arena_bytes}
-        out[1] = dc_replace(out[1], stream={**out[1].stream, "update_blocks": info})
+        parts = {"mode": pmode, "weights": partial_report(out[1].graph),
+                 "whole": {"arena_bytes": whole[1].plan.arena_bytes,
+                           "params_bytes": whole[1].plan.params_bytes,
+                           "ram_bytes": max(lg.plan.arena_bytes for lg in whole)
+                           + whole[1].plan.params_bytes}}
+        out[1] = dc_replace(out[1], stream={**out[1].stream, "update_blocks": info,
+                                            "partial_weights": parts})
     return out[0], (out[1] if tg is not None else None)
+
+
+def _project_ram(lgs: Sequence[LoweredGraph]) -> int:
+    """The RAM a project's plans need: the larger arena (the two functions share it) and the
+    parameters."""
+    return max(lg.plan.arena_bytes for lg in lgs) + lgs[-1].plan.params_bytes
+
+
+PARTIAL_MODES = ("auto", "on", "off")
+
+
+def partial_mode(value: Any) -> str:
+    """auto | on | off from a mode or a bool (True: auto, False: off)."""
+    mode = {True: "auto", False: "off"}.get(value, value) if isinstance(value, bool) else value
+    if mode not in PARTIAL_MODES:
+        raise PockError(f"partial weights {value!r}: choose from {', '.join(PARTIAL_MODES)}")
+    return mode
+
+
+def _choose_partial(graphs: Sequence[Graph], base: list[LoweredGraph],
+                    lp: Callable[[Graph], LoweredGraph], keep: set[str], always: bool = False
+                    ) -> list[LoweredGraph]:
+    """The plans with the weights ``codegen.partial`` can split (those no pinned op updates)
+    split, when that lowers the project's RAM (``always``: in any case); ``base``
+    otherwise."""
+    tg = graphs[-1]
+    pinned = {op.inputs[0] for op in tg.ops if op.name in keep and op.inputs}
+    found = {w: p for w, p in partial_weights(tg).items() if w not in pinned}
+    if not found:
+        return base
+    split = [split_partial(g, found) for g in graphs]
+    trial = [b if s is g else lp(s) for s, g, b in zip(split, graphs, base)]
+    return trial if always or _project_ram(trial) < _project_ram(base) else base
 
 
 BLOCK_MODES = ("auto", "off")
@@ -385,7 +434,7 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
                   measure: bool = True, specialise: bool = True,
                   stack: int | str | None = None, stream: Any = "auto",
                   progress: Callable[[str], None] | None = None,
-                  blocks: Any = "auto") -> Project:
+                  blocks: Any = "auto", partial: Any = "auto") -> Project:
     """Model (float models are quantized first with ``calib``) -> C project in ``out_dir``.
 
     With a training ``spec`` the training graph is planned and lowered too (``pe_train_step``);
@@ -415,7 +464,9 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     ``stream``: the stream stage (``plan_project``): ``auto`` (streams the frozen chains of
     convolutions in row bands where that lowers the arena), ``on``, ``off`` (or True/False);
     the manifest's ``memory.stream`` says what was streamed. ``blocks``: the blocked-update
-    stage (``plan_project``: ``auto``, ``off``; ``memory.stream.train.update_blocks``)."""
+    stage (``plan_project``: ``auto``, ``off``; ``memory.stream.train.update_blocks``).
+    ``partial``: the partial-weight stage (``plan_project``: ``auto``, ``on``, ``off``;
+    ``memory.stream.train.partial_weights``)."""
     stage = progress or (lambda name: None)
     b = resolve_board(board)
     device = b is not None and b.arch != "host"
@@ -434,7 +485,7 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     measured = None
     if stack == "auto":
         measured = measure_stack(source.graph, b, board, spec, prefix, backend, measure,
-                                 streaming, blocks)
+                                 streaming, blocks, partial)
         b = dc_replace(b, stack=check_stack_size(reserve_stack(measured), b))
     tg = training_graph(source.graph, spec)
     pins = dict(getattr(spec, "kernels", None) or {})
@@ -444,7 +495,8 @@ def compile_model(model: str | Path | Graph, *, board: str = "host", spec: Any =
     cost = kernel_costs(source.graph, b, chain, measure=measure,
                         board_file=own_board_file(board) if device else None)
     stage("plan")
-    infer, train = plan_project(source.graph, tg, b, backend, pins, cost, streaming, blocks)
+    infer, train = plan_project(source.graph, tg, b, backend, pins, cost, streaming, blocks,
+                                partial)
     dev_data = None
     if device:
         dev_data = embed(source.graph, spec, data, evals, epochs=epochs, seed=seed,
@@ -490,7 +542,8 @@ def check_stack_size(stack: Any, board: Any) -> int:
 
 
 def measure_stack(g: Graph, board: Any, board_arg: str, spec: Any, prefix: str, backend: str,
-                  measure: bool, streaming: str = "auto", blocks: Any = "auto") -> int:
+                  measure: bool, streaming: str = "auto", blocks: Any = "auto",
+                  partial: Any = "auto") -> int:
     """The stack high-water mark of the firmware of the (int8) graph ``g`` with the resolved
     ``spec`` on ``board``: compiled with the board's own stack and one zero sample (one
     training step, the evaluations before and after, an inference), built and run once on
@@ -509,7 +562,7 @@ def measure_stack(g: Graph, board: Any, board_arg: str, spec: Any, prefix: str, 
         proj = compile_model(g, board=str(probe_board), spec=spec, out_dir=Path(tmp) / "probe",
                              prefix=prefix, backend=backend, data=(x, y), evals=(x, y),
                              epochs=1, shuffle=False, measure=measure, stream=streaming,
-                             blocks=blocks)
+                             blocks=blocks, partial=partial)
         res = run_device(proj, build=build_project(proj), timeout=DEFAULT_TIMEOUT)
     if res.stack_used is None:
         raise PockError(f"--stack auto: the firmware on {board.name} did not report its stack "

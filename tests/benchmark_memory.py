@@ -3,7 +3,8 @@
 Per model, trainable set and board, without and with the memory stages (the stream stage:
 frozen chains of convolutions run in row bands, ``compile --no-stream``; the blocked-update
 stage: weight gradients computed and applied in blocks of output channels, ``compile
---no-block-updates``; both where they lower the arena, docs/memory.md): the arena the planner placed and the schedule's lower bound (the
+--no-block-updates``; the partial-weight stage: only the trained channels of a weight in RAM,
+``compile --no-partial-weights``; each where it lowers the arena or RAM, docs/memory.md): the arena the planner placed and the schedule's lower bound (the
 bound for this op granularity: streaming moves it), the inference graph's arena (the project's
 arena is the larger of the two), the parameters with their optimizer state, the stack the
 firmware reserves (the board's 8 KiB, and with ``compile --stack auto``: the measured
@@ -12,7 +13,7 @@ high-water mark + margin) and the linked image's SRAM (``build --json`` ``sram_b
 linking and running the firmware on the board's emulator; no numbers are hard-coded.
 
     python -m tests.benchmark_memory [--rows mcunet,kws,vww,ad01,digits]
-                                     [--modes off,stream,blocks,auto] [--json]
+                                     [--modes off,stream,blocks,whole,auto] [--json]
 
 The shared models live in ../shared/models (skipped when absent); MCUNet-5FPS with TinyEngine's
 "49kb" scheme is rebuilt from its layer table, MobileNetV2-w0.35 at 128x128 (torchvision's
@@ -66,9 +67,10 @@ def _model(name: str, spec: str | None) -> tuple[Any, Any, Any]:
     return path, spec, None
 
 
-# memory modes: (stream stage, blocked-update stage) of compile
-MODES = {"off": ("off", "off"), "stream": ("auto", "off"), "blocks": ("off", "auto"),
-         "auto": ("auto", "auto")}
+# memory modes: (stream stage, blocked-update stage, partial-weight stage) of compile
+MODES = {"off": ("off", "off", "off"), "stream": ("auto", "off", "off"),
+         "blocks": ("off", "auto", "off"), "whole": ("auto", "auto", "off"),
+         "auto": ("auto", "auto", "auto")}
 
 
 def measure(key: str, work: Path, mode: str = "auto") -> dict[str, Any] | None:
@@ -78,13 +80,13 @@ def measure(key: str, work: Path, mode: str = "auto") -> dict[str, Any] | None:
     model, spec, calib = _model(name, spec)
     if model is None:
         return None
-    stream, blocks = MODES[mode]
+    stream, blocks, partial = MODES[mode]
     row: dict[str, Any] = {"model": key, "board": board, "stream": mode}
     for how in ("default", "auto"):
         proj = compile_model(model, board=board, spec=spec, calib=calib,
                              out_dir=work / f"{key}-{mode}-{how}", force=True,
                              stack=None if how == "default" else "auto", stream=stream,
-                             blocks=blocks)
+                             blocks=blocks, partial=partial)
         b = build_project(proj).to_json()
         graphs = json.loads((proj.dir / "pe_plan.json").read_text())["graphs"]
         plan = graphs["train"]
@@ -103,6 +105,10 @@ def measure(key: str, work: Path, mode: str = "auto") -> dict[str, Any] | None:
                               f"{u['block_bytes']:,} B ({u['gradient_bytes']:,} B whole)"
                               for u in ((st["train"] or {}).get("update_blocks") or {})
                               .get("updates", [])]
+            row["partial"] = [f"{w['weight']} {w['channels']}/{w['total_channels']} channels "
+                              f"in RAM ({w['flash_bytes']:,} B in flash)"
+                              for w in ((st["train"] or {}).get("partial_weights") or {})
+                              .get("weights", [])]
     return row
 
 
@@ -125,6 +131,9 @@ def format_table(rows: list[dict[str, Any]]) -> str:
                              + ", ".join(ops))
         if r.get("blocked"):
             lines.append(f"  {r['model']} ({r['stream']}) updates " + "; ".join(r["blocked"]))
+        if r.get("partial"):
+            lines.append(f"  {r['model']} ({r['stream']}) partial weights: "
+                         + "; ".join(r["partial"]))
     return "\n".join(lines)
 
 
@@ -133,8 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", default=",".join(ROWS), help="which rows (default: all)")
     ap.add_argument("--modes", "--stream", default="off,stream,auto",
                     help="memory modes to compile with, one row each: off (compile "
-                    "--no-stream --no-block-updates), stream (--no-block-updates), blocks "
-                    "(--no-stream), auto (the default of compile); default: off,stream,auto")
+                    "--no-stream --no-block-updates --no-partial-weights), stream "
+                    "(--no-block-updates --no-partial-weights), blocks (--no-stream "
+                    "--no-partial-weights), whole (--no-partial-weights), auto (the default "
+                    "of compile); default: off,stream,auto")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     rows = []
@@ -159,8 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(rows))
         return 0
-    print("bytes; mode = the memory stages (off: compile --no-stream --no-block-updates; "
-          "stream: --no-block-updates; blocks: --no-stream; auto: both on); arena = the project's "
+    print("bytes; mode = the memory stages (off: compile --no-stream --no-block-updates "
+          "--no-partial-weights; stream: streaming only; blocks: blocked updates only; whole: "
+          "both, weights whole; auto: all three); arena = the project's "
           "(the larger of the training and inference plans); lower bound = the training "
           "schedule's; SRAM = the linked image (.data + .bss + reserved stack); other = the "
           "harness, libc and runtime data; stack auto = compile --stack auto (measured "

@@ -32,13 +32,16 @@ SPECS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def digits():
+def digits_case():
+    """The digits CNN quantized on 100 training digits, 16 of them as int8 inputs, labels."""
     x, y = models.digits("train")
     g = pipeline.quantize(pipeline.load(models.path("digits_cnn.onnx")), x[:100]).graph
     q = g.tensors[g.inputs[0]].quant
     xq = np.clip(np.round(x[:16] / q.scale[0]) + q.zero_point[0], -128, 127).astype(np.int8)
     return g, xq, y[:16]
+
+
+digits = pytest.fixture(scope="module")(digits_case)
 
 
 def _state(tg, xq, y):

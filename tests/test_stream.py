@@ -260,7 +260,7 @@ def test_plan_project_modes_and_bands(mcunet):
         assert a.plan.lower_bound_bytes < o.plan.lower_bound_bytes - 40_000
         assert a.stream["unstreamed"]["arena_bytes"] == o.plan.arena_bytes
     arena = max(lg.plan.arena_bytes for lg in on)
-    assert max(lg.plan.arena_bytes for lg in auto) == arena   # auto: as low as streaming all
+    assert max(lg.plan.arena_bytes for lg in auto) <= arena   # auto: within streaming all's
     assert len(on[1].stream["chains"]) == 6
     chains = auto[1].stream["chains"]                          # ... with the least streamed
     # the stem and blocks 1-2 (the backward's peak is below theirs since the depthwise

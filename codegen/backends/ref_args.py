@@ -78,8 +78,10 @@ def _conv_like(view: OpArgs, kernel: str, struct: str, fields: Mapping[str, Stru
     (dtype, _) = view.dtypes(("int8", "int8"), ("float32", "float32"))
     w = view.input(1)
     assert w is not None
-    if w.data is None:
-        raise view.error(f"weight {w.name!r} must be a constant (or a parameter) tensor")
+    made = view.graph.producer(w.name)
+    if w.data is None and (made is None or made.type != "merge_channels"):
+        raise view.error(f"weight {w.name!r} must be a constant (or a parameter) tensor, or "
+                         "the whole weight of a partial trainable tensor (codegen.partial)")
     head: list[tuple[str, Arg]] = [("ctx", ContextArg())]
     if dtype == "int8":
         m, s, in_off, out_off, lo, hi = output_stage(view, n_out, fc)

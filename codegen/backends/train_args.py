@@ -32,6 +32,7 @@ from ..errors import ModelError, PockError
 from ..golden import train_conv, train_grads, train_loss, train_numerics, train_optim
 from ..ir import Graph, Op, Tensor
 from ..ir.ops import UPDATE_INPUTS
+from ..partial import runs
 from .kernel_call import (
     C_TYPES,
     Arg,
@@ -608,6 +609,27 @@ def _update(v: _TrainOp) -> KernelCall:
     return v.call(f"pe_{kind}_{mode}_{ptype}", args)
 
 
+def _merge_channels(v: _TrainOp) -> KernelCall:
+    """The whole weight of a partial trainable tensor from its two parts (codegen.partial)."""
+    trained, frozen = (v.graph.tensors[n] for n in v.op.inputs)
+    out = v.out()
+    ch = v.channels() or ()
+    if int(v.attr("axis", 0)) != 0 or not (trained.dtype == frozen.dtype == out.dtype
+                                           == "int8"):
+        raise v.error("merges int8 rows on axis 0 only")
+    total = int(out.shape[0])
+    if trained.shape[0] != len(ch) or trained.shape[0] + frozen.shape[0] != total \
+            or trained.shape[1:] != out.shape[1:] or frozen.shape[1:] != out.shape[1:]:
+        raise v.error(f"parts {list(trained.shape)} and {list(frozen.shape)} do not make "
+                      f"{list(out.shape)} with {len(ch)} trained channels")
+    row = int(np.prod(out.shape[1:], dtype=np.int64))
+    counts = runs(ch, total)
+    return v.call("pe_merge_rows_s8", [
+        ("num_runs", ScalarArg("int32_t", len(counts))),
+        ("runs", ArrayArg(int32_array("runs", counts))), ("row_size", ScalarArg("int32_t", row)),
+        ("trained", _t(trained)), ("frozen", _t(frozen)), ("output", _t(out, True))])
+
+
 def _step_counter(v: _TrainOp) -> KernelCall:
     names = list(v.op.inputs) + [""] * (3 - len(v.op.inputs))
     step, lr, pows = (v.graph.tensors[n] if n else None for n in names[:3])
@@ -661,6 +683,7 @@ TRAIN_CALL_BUILDERS: dict[str, Callable[[_TrainOp], KernelCall]] = {
     "sgd_update": _update,
     "adam_update": _update,
     "step_counter": _step_counter,
+    "merge_channels": _merge_channels,
 }
 
 

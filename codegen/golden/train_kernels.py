@@ -435,6 +435,29 @@ def _b_step_counter(v: _View):
     return run
 
 
+def merge_channels(trained: np.ndarray, frozen: np.ndarray, channels, axis: int = 0
+                   ) -> np.ndarray:
+    """The whole weight of a partial trainable tensor (codegen.partial): the trained
+    ``channels`` (ascending) on ``axis`` from ``trained``, the others in order from
+    ``frozen``."""
+    trained, frozen = np.asarray(trained), np.asarray(frozen)
+    n = trained.shape[axis] + frozen.shape[axis]
+    mask = np.zeros(n, bool)
+    mask[list(channels)] = True
+    out = np.empty(trained.shape[:axis] + (n,) + trained.shape[axis + 1:], trained.dtype)
+    idx: list[Any] = [slice(None)] * out.ndim
+    idx[axis] = mask
+    out[tuple(idx)] = trained
+    idx[axis] = ~mask
+    out[tuple(idx)] = frozen
+    return out
+
+
+def _b_merge_channels(v: _View):
+    channels, axis = tuple(int(c) for c in v.a("channels")), int(v.a("axis", 0))
+    return lambda vals: (merge_channels(vals[0], vals[1], channels, axis),)
+
+
 TRAIN_KERNEL_BUILDERS: dict[str, Callable[[_View], Callable]] = {
     "act_mask": _b_act_mask,
     "mask_grad": _b_mask_grad,
@@ -460,6 +483,7 @@ TRAIN_KERNEL_BUILDERS: dict[str, Callable[[_View], Callable]] = {
     "sgd_update": _b_update,
     "adam_update": _b_update,
     "step_counter": _b_step_counter,
+    "merge_channels": _b_merge_channels,
 }
 
 

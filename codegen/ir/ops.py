@@ -131,6 +131,9 @@ TRAINING_OP_SPECS: dict[str, OpSpec] = {
     "sgd_update": OpSpec(3, len(UPDATE_INPUTS), 0, _UPDATE_ATTRS + ("momentum",)),
     "adam_update": OpSpec(3, len(UPDATE_INPUTS), 0, _UPDATE_ATTRS + ("beta1", "beta2", "eps")),
     "step_counter": OpSpec(1, 3, 0, ("updates", "accumulate", "schedule")),  # step,[lr],[pows]
+    # trained rows, frozen rows -> the whole weight (codegen.partial); attrs channels (the
+    # trained ones, ascending), axis (0)
+    "merge_channels": OpSpec(2, 2, 1, ("channels", "axis")),
 }
 # The update ops of one parameter each, with the UPDATE_INPUTS slots; with the step counter,
 # the ops that mutate their inputs and have no outputs (UPDATE_OPS).

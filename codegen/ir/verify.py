@@ -302,6 +302,9 @@ def _check_training_op(graph: Graph, op: Op) -> None:
     if op.type in UPDATE_OPS:
         _check_update(graph, op)
         return
+    if op.type == "merge_channels":
+        _check_merge(graph, op)
+        return
     # exponent companions: int8 mode, right after the gradient output(s)
     outs = list(op.outputs)
     if int8:
@@ -353,6 +356,23 @@ def _check_training_op(graph: Graph, op: Op) -> None:
         dy, db = t[op.inputs[0]], t[outs[0]]
         if db.shape != (dy.shape[-1],):
             _fail(op, f"bias gradient shape {list(db.shape)}, expected [{dy.shape[-1]}]")
+
+
+def _check_merge(graph: Graph, op: Op) -> None:
+    """merge_channels (codegen.partial): trained rows + frozen rows = the whole weight."""
+    a, b = (graph.tensors[n] for n in op.inputs)
+    out = graph.tensors[op.outputs[0]]
+    ch = list(op.attrs["channels"])
+    if int(op.attrs["axis"]) != 0 or not a.shape or not out.shape:
+        _fail(op, "merges rows on axis 0 only")
+    if ch != sorted(set(ch)) or (ch and (ch[0] < 0 or ch[-1] >= out.shape[0])) \
+            or a.shape[0] != len(ch):
+        _fail(op, f"channels must be {a.shape[0]} ascending distinct rows of "
+                  f"{out.shape[0]}, got {ch}")
+    if a.shape[0] + b.shape[0] != out.shape[0] or a.shape[1:] != out.shape[1:] \
+            or b.shape[1:] != out.shape[1:] or len({a.dtype, b.dtype, out.dtype}) != 1:
+        _fail(op, f"{a.dtype} {list(a.shape)} and {b.dtype} {list(b.shape)} do not make "
+                  f"{out.dtype} {list(out.shape)}")
 
 
 def _check_update(graph: Graph, op: Op) -> None:

@@ -35,6 +35,7 @@ from ..board import Board
 from ..data import TensorSpec
 from ..errors import PockError
 from ..model_store import MODEL_FILE, model_file
+from ..partial import export_name
 from ..resources import data_dir
 from .device import FIRMWARE_SUFFIX, DeviceData, board_files, data_files, data_records
 from .environment import render
@@ -285,8 +286,7 @@ def _manifest(lowered: Lowered, source: SourceInfo, prefix: str, ctx: dict[str, 
             "target_bytes": tr["target"]["bytes"] if tr["target"] else 0,
             "target_shape": (list(train.graph.tensors[meta["loss_input"]].shape)
                              if tr["target"] else None),
-            "parameters": [e["tensor"] if isinstance(e, dict) else str(e)
-                           for e in meta["parameters"]],
+            "parameters": [export_name(e) for e in meta["parameters"]],
             "export_bytes": ctx["params"]["export_bytes"],
             "arena_bytes": train.plan.arena_bytes,
             "lower_bound_bytes": train.plan.lower_bound_bytes,

@@ -45,6 +45,7 @@ from ..backends import (
 from ..errors import ModelError
 from ..ir import Graph, Op
 from ..memplan import MemoryPlan
+from ..partial import export_name, runs
 from ..schedule import align_up
 from .literals import array_rows, c_float, c_float_decimal, c_int
 from .names import Namer, comment_text, sanitize
@@ -516,7 +517,9 @@ class RecordBuilder:
                                "rows": array_rows(t.data, ctype, self.macros["inf"]),
                                "comment": comment_text(f"initial {s.name}: {t.dtype} "
                                                        f"{_shape(t.shape)}")})
+
         export = []
+        at = 0
         for entry in g.metadata["training"]["parameters"]:
             name = entry["tensor"] if isinstance(entry, Mapping) else str(entry)
             t = g.tensors[name]
@@ -524,9 +527,19 @@ class RecordBuilder:
             if kind is None:
                 raise ModelError(f"trainable tensor {name!r} is {t.dtype}; export supports "
                                  "int8 and int32 parameters")
-            export.append({"macro": self.param_slots[name].macro, "kind": kind,
-                           "count": t.size, "bytes": t.nbytes,
-                           "comment": comment_text(f"{name}: {t.dtype} {_shape(t.shape)}")})
+            part = entry.get("partial") if isinstance(entry, Mapping) else None
+            shape = tuple(part["shape"]) if part else t.shape
+            e = {"macro": self.param_slots[name].macro, "kind": kind, "at": at,
+                 "count": int(np.prod(shape, dtype=np.int64)) if part else t.size,
+                 "bytes": int(np.prod(shape, dtype=np.int64)) * np.dtype(t.dtype).itemsize
+                 if part else t.nbytes,
+                 "segments": self._segments(g, name, part) if part else None,
+                 "comment": comment_text(f"{export_name(entry)}: {t.dtype} {_shape(shape)}"
+                                         + (f", {len(part['channels'])} trained channels in "
+                                            f"RAM ({name}), the others in flash"
+                                            if part else ""))}
+            export.append(e)
+            at += e["bytes"]
         # lazy: --help imports this module
         from ..golden.training import master_copies, saturation_counters
 
@@ -537,7 +550,28 @@ class RecordBuilder:
                 "export": export, "export_bytes": sum(e["bytes"] for e in export),
                 "has_le32": any(e["kind"] == "le32" for e in export),
                 "has_bytes": any(e["kind"] == "bytes" for e in export), "counters": counters,
-                "masters": masters}
+                "masters": masters, "has_partial": any(e["segments"] for e in export)}
+
+    def _segments(self, g: Graph, name: str, part: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The pieces of a partial trainable tensor's export (codegen.partial): runs of rows
+        from its trained part (the parameter ``name``) and its frozen part (a constant), in
+        channel order; ``at`` is the offset in the tensor's export bytes, ``src`` the C
+        address of the piece (``dst``: writable, trained pieces only)."""
+        t = g.tensors[name]
+        row = int(np.prod(t.shape[1:], dtype=np.int64)) * np.dtype(t.dtype).itemsize
+        frozen = self._constant(g, part["frozen"])["name"]
+        param = f"{self.macros['params_at']}({self.param_slots[name].macro})"
+        out, at, off = [], 0, [0, 0]
+        for r, n in enumerate(runs(tuple(part["channels"]), int(part["shape"][0]))):
+            if n:
+                k = r & 1
+                base = f"(const uint8_t *){frozen}" if k else f"(const uint8_t *){param}"
+                out.append({"frozen": bool(k), "at": at, "bytes": n * row,
+                            "src": f"{base} + {off[k]}u",
+                            "dst": None if k else f"(uint8_t *){param} + {off[k]}u"})
+                at += n * row
+                off[k] += n * row
+        return out
 
     def _master_import(self, g: Graph, c: Any) -> dict[str, Any]:
         """The record of one block of ``<p>_params_import`` that makes master copy ``c``

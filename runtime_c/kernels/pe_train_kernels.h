@@ -199,6 +199,11 @@ void pe_reshape_grad_f32(int32_t size, const float *dy, float *dx);
 void pe_reshape_grad_s8(int32_t size, const int8_t *dy, const int32_t *dy_exp, int8_t *dx,
                         int32_t *dx_exp);
 
+/* The whole weight of a partial trainable tensor: runs[r] rows of row_size bytes from trained
+ * (even r) and frozen (odd r) in turn (codegen/partial.py). */
+void pe_merge_rows_s8(int32_t num_runs, const int32_t *runs, int32_t row_size,
+                      const int8_t *trained, const int8_t *frozen, int8_t *output);
+
 /* ------------------------------------------------------------------------------------------
  * Softmax gradient over rows: dx = beta * y_r * (dy - sum(dy * y_r)). int8: y has scale 1/256
  * and zero point -128.

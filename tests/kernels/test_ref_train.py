@@ -515,7 +515,7 @@ def test_cortex_m3_soft_float_build(build_root: Path) -> None:
                                   capture_output=True, text=True).stdout
             floats = re.findall(r"__aeabi_(?:[fd]\w+|\w*2[fd]\b)", syms)
             assert not floats, f"{obj.name} uses float arithmetic: {floats}"
-    assert len(objs) == 24
+    assert len(objs) == 25
 
 
 def test_asan_ubsan_subprocess(build_root: Path) -> None:

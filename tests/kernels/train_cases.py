@@ -407,6 +407,22 @@ def _grad_add(rng: Rng, mode: str) -> Case:
     return b.op("grad_add", b.grad_outputs("g", shape), {"mode": mode})
 
 
+def _merge_channels(rng: Rng, mode: str) -> Case:
+    """A partial trainable weight put back together (codegen.partial): conv OHWI or FC
+    (O, I), any subset of at least one trained and one frozen row, runs of every length."""
+    b = _Builder(mode)
+    n = int(rng.integers(2, 40))
+    rest = tuple(int(d) for d in rng.integers(1, 5, size=int(rng.choice([1, 3]))))
+    k = int(rng.integers(1, n))
+    ch = tuple(sorted(int(c) for c in rng.choice(n, size=k, replace=False)))
+    w = _int8(rng, (n, *rest))
+    mask = np.isin(np.arange(n), ch)
+    b.add_input("trained", (k, *rest), "int8", w[mask], role=Role.WEIGHT)
+    b.add_input("frozen", (n - k, *rest), "int8", w[~mask], role=Role.CONSTANT, const=True)
+    out = b.tensor("merged", (n, *rest), "int8", Role.WEIGHT)
+    return b.op("merge_channels", [out], {"channels": ch, "axis": 0})
+
+
 # -- updates ---------------------------------------------------------------------------------------------
 _PARAM_KINDS = (("weight", (5, 3, 3, 4), 0), ("weight", (1, 3, 3, 6), 3), ("weight", (7, 9), 0),
                 ("bias", (6,), 0))
@@ -600,4 +616,5 @@ TRAIN_CASES: dict[str, Callable[[Rng, str], Case | None]] = {
     "sgd_update": lambda r, m: _update(r, m, "sgd_update"),
     "adam_update": lambda r, m: _update(r, m, "adam_update"),
     "step_counter": _step_counter,
+    "merge_channels": _merge_channels,
 }
