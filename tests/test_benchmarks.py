@@ -51,6 +51,20 @@ def test_fleet_benchmark_smoke():
     assert "centralized" in format_table([row])
 
 
+def test_fleet_benchmark_means_over_seeds():
+    """Two seeds: a row each (their own split and centralized run), and their mean."""
+    pytest.importorskip("flwr")
+    from tests.benchmark_fleet import format_means, parse_seeds, run, seed_means
+
+    assert parse_seeds("0-2,7") == [0, 1, 2, 7]
+    rows = run([1], [0.01], ["dirichlet:0.5"], clients=2, rounds=1, samples=40, seed=[0, 1])
+    assert [r["seed"] for r in rows] == [0, 1]
+    assert rows[0]["samples"] != rows[1]["samples"]              # the split follows the seed
+    (m,) = seed_means(rows)
+    assert m["seeds"] == 2 and m["gap"] == pytest.approx((rows[0]["gap"] + rows[1]["gap"]) / 2)
+    assert m["gap_min"] <= m["gap"] <= m["gap_max"] and "gap sd" in format_means([m])
+
+
 @pytest.mark.emulator
 def test_memory_benchmark_smoke(tmp_path):
     """The digits row: both stacks linked, the measured one smaller, the SRAM difference the
