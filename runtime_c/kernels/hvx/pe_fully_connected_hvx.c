@@ -110,11 +110,65 @@ static __attribute__((noinline)) HVX_Vector pe_hvx_fc_block(const int8_t *x, con
     return acc;
 }
 
+/* One input row of a layer of at most 32 units, in one function with nothing called (the
+ * vector constants stay in registers, no spills around a call): groups of eight units, the
+ * last group of four when at most four remain, then one requantization and store. A small
+ * classifier's products are fewer than the general path's fixed cost. */
+static __attribute__((noinline)) void pe_fc_one_block(const pe_fc_params *params,
+                                                      const int32_t *rq, const int8_t *x,
+                                                      const int8_t *w, const int32_t *bias,
+                                                      int32_t depth, int32_t n, int8_t *out)
+{
+    const HVX_Vector cb = Q6_Vb_vsplat_R(128 - params->input_offset);
+    const int8_t *last = w + (n - 1) * depth;
+    HVX_Vector acc = Q6_V_vzero(), y;
+    int32_t g;
+    for (g = 0; g < n; g += 8) {          /* lanes 0..7 of the sums to lanes g..g + 7 */
+        const HVX_Vector v = n - g <= 4 ? pe_hvx_fc_units(x, w + g * depth, last, depth, cb, 4)
+                                        : pe_hvx_fc_units(x, w + g * depth, last, depth, cb, 8);
+        acc = g == 0 ? v : Q6_V_vmux_QVV(Q6_Q_and_QQn(Q6_Q_vsetq2_R(4 * g + 32),
+                                                      Q6_Q_vsetq_R(4 * g)),
+                                         Q6_V_vror_VR(v, 128 - 4 * g), acc);
+    }
+    if (bias != 0) {
+        acc = Q6_Vw_vadd_VwVw(acc, pe_hvx_load_n(bias, 4 * n));
+    }
+    y = pe_hvx_requant(acc, rq, Q6_V_vsplat_R(params->output_offset),
+                       Q6_V_vsplat_R(params->activation.min),
+                       Q6_V_vsplat_R(params->activation.max));
+    pe_hvx_store_n(out, pe_hvx_bytes2(y, y), n);
+}
+
+static __attribute__((noinline)) void pe_fc_rows(const pe_fc_params *params,
+                                                 const int32_t *rq, const pe_dims *input_dims,
+                                                 const int8_t *input, const int8_t *filter,
+                                                 const int32_t *bias,
+                                                 const pe_dims *output_dims, int8_t *output);
+
 void pe_fully_connected_s8_dot_hvx(const pe_context *ctx, const pe_fc_params *params,
                                    const int32_t *rq, const pe_dims *input_dims,
                                    const int8_t *input, const pe_dims *filter_dims,
                                    const int8_t *filter, const int32_t *bias,
                                    const pe_dims *output_dims, int8_t *output)
+{
+    const int32_t rows = output_dims->n * output_dims->h * output_dims->w;
+    int32_t r;
+    (void)ctx;
+    (void)filter_dims;
+    if (output_dims->c > 32) {
+        pe_fc_rows(params, rq, input_dims, input, filter, bias, output_dims, output);
+        return;
+    }
+    for (r = 0; r < rows; ++r) {
+        pe_fc_one_block(params, rq, input + r * input_dims->c, filter, bias, input_dims->c,
+                        output_dims->c, output + r * output_dims->c);
+    }
+}
+
+/* More than 32 units: blocks of 32, each out of line (pe_hvx_fc_block). */
+static void pe_fc_rows(const pe_fc_params *params, const int32_t *rq,
+                       const pe_dims *input_dims, const int8_t *input, const int8_t *filter,
+                       const int32_t *bias, const pe_dims *output_dims, int8_t *output)
 {
     const int32_t depth = input_dims->c;
     const int32_t rows = output_dims->n * output_dims->h * output_dims->w;
@@ -124,8 +178,6 @@ void pe_fully_connected_s8_dot_hvx(const pe_context *ctx, const pe_fc_params *pa
     const HVX_Vector lo = Q6_V_vsplat_R(params->activation.min);
     const HVX_Vector hi = Q6_V_vsplat_R(params->activation.max);
     int32_t r, o;
-    (void)ctx;
-    (void)filter_dims;
     for (r = 0; r < rows; ++r) {
         for (o = 0; o < out_c; o += 32) {
             const int32_t n = out_c - o < 32 ? out_c - o : 32;
