@@ -40,7 +40,7 @@ import numpy as np
 
 from .ir import Graph, Op, Role, Tensor
 from .ir.graph import free_name
-from .ir.ops import PARAM_UPDATE_OPS, UPDATE_INPUTS
+from .ir.ops import PARAM_UPDATE_OPS, TRAINING_OP_SPECS, UPDATE_INPUTS
 
 MERGE_OP = "merge_channels"
 MUTABLE = "mutable_tensors"          # backends.params.MUTABLE (pipeline.beside_training)
@@ -139,8 +139,11 @@ def split_partial(graph: Graph, found: Mapping[str, PartialWeight]) -> Graph:
                                          t.role, quant=t.quant)).name
             name = free_name(f"{w}:merge", taken)
             taken.add(name)
+            # the phase its reader's: the forward's copy is forward work (train.report.phase)
+            phase = "backward" if op.type in TRAINING_OP_SPECS else "forward"
             ops.append(Op(MERGE_OP, name, (p.trained, p.frozen), (merged,),
-                          {"channels": p.channels, "axis": 0, "partial_of": w}))
+                          {"channels": p.channels, "axis": 0, "partial_of": w,
+                           "phase": phase}))
             ins = [merged if n == w else n for n in ins]
         ops.append(op.replace(inputs=tuple(ins)) if hit else op)
     g.ops = ops

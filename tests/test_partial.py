@@ -23,6 +23,7 @@ from codegen.golden.train_kernels import merge_channels
 from codegen.golden.training import TrainState, fit, import_params
 from codegen.ir import verify
 from codegen.partial import MERGE_OP, partial_report, partial_weights, runs, split_partial
+from codegen.train.report import phase
 from tests.test_blocks import digits_case
 
 SPECS = [
@@ -74,6 +75,8 @@ def test_the_pass_splits_channel_sparse_weights(digits):
         for m in merges:                     # each right before the op that reads its copy
             reader = st.ops[names.index(m.name) + 1]
             assert m.outputs[0] in reader.inputs
+            assert phase(m) == ("backward" if reader.type.endswith("_grad_input")
+                                else "forward")                  # counted with its reader
         ups = [op for op in st.ops if op.attrs.get("partial_of") == w
                and op.type == "sgd_update"]
         assert ups and all(u.inputs[0] == p.trained and u.attrs["channels"] is None

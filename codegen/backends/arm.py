@@ -910,6 +910,14 @@ def _grad_weight_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelC
                    scratch_bytes=(int(_struct(ref, "x_dims")["c"]) * 2 + 3) & ~3)
 
 
+def _merge_rows(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    """The merge of a partial trainable tensor's parts a word at a time (rows of a multiple
+    of 4 bytes)."""
+    ref = train_kernel_call(graph, op, batch)
+    return replace(ref, kernel=ref.kernel + SUFFIX) \
+        if int(ref.arg("row_size").value) % 4 == 0 else None
+
+
 TRAIN_BUILDERS: dict[str, Builder] = {
     # fp32 SGD on int8 weights: the plain case in one loop per channel (ref behind it for
     # momentum, master copies, accumulation)
@@ -923,6 +931,8 @@ TRAIN_BUILDERS: dict[str, Builder] = {
     "fully_connected_grad_weight": _grad_weight,
     "depthwise_conv2d_grad_input": _first(_dw_grad_input, _dw_grad_input_s8),
     "avg_pool2d_grad": _avg_pool_grad,
+    # partial trainable weights: the two parts merged a word at a time
+    "merge_channels": _merge_rows,
 }
 
 BUILDERS: dict[str, Builder] = {**{k: _specialised(b) for k, b in OUT_OF_LINE.items()},

@@ -16,7 +16,10 @@ LOSS_OPS = ("softmax_cross_entropy", "mse_loss")
 
 
 def phase(op: Op) -> str:
-    """forward | mask | loss | backward | update."""
+    """forward | mask | loss | backward | update (a partial weight's merge: its reader's,
+    attr ``phase``)."""
+    if op.type == "merge_channels":
+        return str(op.attrs.get("phase", "forward"))
     if op.type not in TRAINING_OP_SPECS:
         return "forward"
     if op.type == "act_mask":

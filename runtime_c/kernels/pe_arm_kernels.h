@@ -69,6 +69,11 @@ void pe_stream_chain_s8_arm_fn(const pe_context *ctx, const pe_stream_params *pa
 void pe_add_s8_arm(const pe_add_params *params, const int32_t *tables, const int32_t *rq,
                    int32_t size, const int8_t *input1, const int8_t *input2, int8_t *output);
 
+/* the whole weight of a partial trainable tensor (pe_merge_rows_arm.c): pe_merge_rows_s8's,
+ * rows of a multiple of 4 bytes */
+void pe_merge_rows_s8_arm(int32_t num_runs, const int32_t *runs, int32_t row_size,
+                          const int8_t *trained, const int8_t *frozen, int8_t *output);
+
 /* the 1-bit activation mask of training graphs (pe_mask_s8_arm.c): pe_act_mask_s8's */
 void pe_act_mask_s8_arm(const pe_activation *params, int32_t size, const int8_t *y,
                         uint8_t *mask);

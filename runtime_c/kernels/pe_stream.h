@@ -30,13 +30,25 @@ static inline int32_t pe_stream_min(int32_t a, int32_t b)
     return a < b ? a : b;
 }
 
-/* rows [first, hi) of a buffer holding rows [lo, hi) moved to its front (first > lo) */
+/* rows [first, hi) of a buffer holding rows [lo, hi) moved to its front (first > lo). A
+ * backend may define PE_STREAM_COPY_WORD(dst, src), a 4-byte copy from and to any address
+ * (arm: one LDR and one STR), before including this file: rows of a multiple of 4 bytes then
+ * move a word at a time (the source is at least a row, 4 bytes, above the destination, so
+ * every word is read before it is overwritten). */
 static inline void pe_stream_carry(int8_t *buf, int32_t lo, int32_t first, int32_t hi,
                                    int32_t row_bytes)
 {
     const int8_t *src = buf + (first - lo) * row_bytes;
     const int32_t n = (hi - first) * row_bytes;
     int32_t i;
+#ifdef PE_STREAM_COPY_WORD
+    if (row_bytes % 4 == 0) {
+        for (i = 0; i < n; i += 4) {
+            PE_STREAM_COPY_WORD(buf + i, src + i);
+        }
+        return;
+    }
+#endif
     for (i = 0; i < n; ++i) {
         buf[i] = src[i];            /* forward: the destination is below the source */
     }

@@ -190,6 +190,16 @@ def _mask_grad(rng: Rng) -> tc.Case:
     return tc.TRAIN_CASES["mask_grad"](rng, "int8" if rng.random() < 0.5 else "fp32")
 
 
+def _merge_channels(rng: Rng) -> tc.Case:
+    """Partial weights whose rows are a multiple of 4 bytes (the word copies), any runs, of
+    at most 512 bytes (the target images hold every case)."""
+    while True:
+        graph, inputs = tc.TRAIN_CASES["merge_channels"](rng, "fp32")
+        out = graph.tensors[graph.ops[0].outputs[0]]
+        if int(np.prod(out.shape[1:])) % 4 == 0 and out.nbytes <= 512:
+            return graph, inputs
+
+
 FAMILIES: dict[str, Callable[[Rng], tc.Case]] = {
     "sgd_update": _sgd_update,
     "mask_grad": _mask_grad,
@@ -200,6 +210,7 @@ FAMILIES: dict[str, Callable[[Rng], tc.Case]] = {
     "fully_connected_grad_weight": _fc_grad_weight,
     "depthwise_conv2d_grad_input": _dw_grad_input,
     "avg_pool2d_grad": _avg_pool_grad,
+    "merge_channels": _merge_channels,
 }
 OPS = tuple(FAMILIES)
 

@@ -90,7 +90,8 @@ def test_arm_training_kernels_on_the_core(name, tmp_path):
                                 KERNELS_DIR / "ref" / "pe_mask_f32.c",
                                 KERNELS_DIR / "arm" / "pe_update_f32_arm.c",
                                 KERNELS_DIR / "ref" / "pe_sgd_update_f32.c",
-                                KERNELS_DIR / "arm" / "pe_grad_s8_arm.c"],
+                                KERNELS_DIR / "arm" / "pe_grad_s8_arm.c",
+                                KERNELS_DIR / "arm" / "pe_merge_rows_arm.c"],
                         [KERNELS_DIR, KERNELS_DIR / "arm", KERNELS_DIR / "ref"], tmp_path,
                         ["-std=c99", "-ffp-contract=off"], name="arm_train")
     res = run_on_emulator(board, elf, timeout=600)

@@ -4,6 +4,8 @@
  * shapes, offsets and clamps as literals (every stage gets the specialised code its own op
  * would get) and the residual add's body likewise. */
 #include "pe_arm_kernels.h"
+#include "pe_arm.h"
+#define PE_STREAM_COPY_WORD(dst, src) pe_arm_st32((dst), pe_arm_ld32(src))
 #include "pe_stream.h"
 
 void pe_stream_chain_s8_arm_fn(const pe_context *ctx, const pe_stream_params *params,

@@ -9,6 +9,8 @@
 #include "pe_arm_conv.h"
 #include "pe_arm_dw.h"
 #include "pe_arm_kernels.h"
+#include "pe_arm.h"
+#define PE_STREAM_COPY_WORD(dst, src) pe_arm_st32((dst), pe_arm_ld32(src))
 #include "pe_stream.h"
 
 typedef struct {
