@@ -666,6 +666,10 @@ def _memory_stages_off(infer: LoweredGraph, train: LoweredGraph | None) -> str:
            for lg in lgs):
         fixes.append("compile without --no-stream runs frozen chains of convolutions in "
                      "row bands")
+    parts = ((train.stream or {}).get("partial_weights") or {}) if train is not None else {}
+    if parts.get("mode") == "off" and partial_weights(train.graph):
+        fixes.append("compile without --no-partial-weights keeps only the trained channels "
+                     "of a partly trained weight in RAM")
     return "; ".join(fixes)
 
 

@@ -184,3 +184,23 @@ def test_board_fine_tune_partial_equals_golden():
     assert len({r["params_sha256"] for r in runs_.values()}) == 1
     off, on = runs_["mps2-an386", "off"], runs_["mps2-an386", "auto"]
     assert on["memory"]["sram_bytes"] < off["memory"]["sram_bytes"] - 1_000
+
+
+def test_budget_error_names_the_partial_weights_when_they_are_off():
+    """MobileNetV2-w0.35 (generated: no shared table) fits 160 KiB of SRAM with its two
+    quarter-trained expansions split, not whole: the error says which switch to drop."""
+    from dataclasses import replace
+
+    from codegen.errors import PockError
+    from tests.mcunet import mbv2_graph, mbv2_spec
+
+    board = replace(pipeline.resolve_board("mps2-an500"), budget={"sram": 160 * 1024,
+                                                                   "flash": 2 * 2**20})
+    g = mbv2_graph(seed=0)
+    tg = pipeline.training_graph(g, pipeline.resolve_spec(mbv2_spec(), board))
+    pipeline.check_device_budget(board, *pipeline.plan_project(g, tg, board))
+    with pytest.raises(PockError) as e:
+        pipeline.check_device_budget(board, *pipeline.plan_project(g, tg, board,
+                                                                   partial="off"))
+    assert "has 160 KiB" in str(e.value) and \
+        "compile without --no-partial-weights keeps only the trained channels" in str(e.value)
