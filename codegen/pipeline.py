@@ -141,12 +141,17 @@ def stream(graph: Graph | None, enabled: bool = True, *,
     return stream_graph(graph, needed=needed, keep=keep)
 
 
+def _stage_mode(value: Any, modes: Sequence[str], true: str, what: str) -> str:
+    """A memory stage's mode from a mode or a bool (True: ``true``, False: off)."""
+    mode = {True: true, False: "off"}.get(value, value) if isinstance(value, bool) else value
+    if mode not in modes:
+        raise PockError(f"{what} {value!r}: choose from {', '.join(modes)}")
+    return mode
+
+
 def stream_mode(value: Any) -> str:
     """auto | on | off from a mode or a bool (True: on, False: off)."""
-    mode = {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
-    if mode not in STREAM_MODES:
-        raise PockError(f"stream mode {value!r}: choose from {', '.join(STREAM_MODES)}")
-    return mode
+    return _stage_mode(value, STREAM_MODES, "on", "stream mode")
 
 
 def plan_project(graph: Graph, tg: Graph | None, board: Any = None, backend: str = "auto",
@@ -219,8 +224,7 @@ def plan_project(graph: Graph, tg: Graph | None, board: Any = None, backend: str
         parts = {"mode": pmode, "weights": partial_report(out[1].graph),
                  "whole": {"arena_bytes": whole[1].plan.arena_bytes,
                            "params_bytes": whole[1].plan.params_bytes,
-                           "ram_bytes": max(lg.plan.arena_bytes for lg in whole)
-                           + whole[1].plan.params_bytes}}
+                           "ram_bytes": _project_ram(whole)}}
         out[1] = dc_replace(out[1], stream={**out[1].stream, "update_blocks": info,
                                             "partial_weights": parts})
     return out[0], (out[1] if tg is not None else None)
@@ -237,10 +241,7 @@ PARTIAL_MODES = ("auto", "on", "off")
 
 def partial_mode(value: Any) -> str:
     """auto | on | off from a mode or a bool (True: auto, False: off)."""
-    mode = {True: "auto", False: "off"}.get(value, value) if isinstance(value, bool) else value
-    if mode not in PARTIAL_MODES:
-        raise PockError(f"partial weights {value!r}: choose from {', '.join(PARTIAL_MODES)}")
-    return mode
+    return _stage_mode(value, PARTIAL_MODES, "auto", "partial weights")
 
 
 def _choose_partial(graphs: Sequence[Graph], base: list[LoweredGraph],
@@ -265,10 +266,7 @@ BLOCK_COUNTS = (2, 4, 8, 16, 32)
 
 def block_mode(value: Any) -> str:
     """auto | off from a mode or a bool (True: auto, False: off)."""
-    mode = {True: "auto", False: "off"}.get(value, value) if isinstance(value, bool) else value
-    if mode not in BLOCK_MODES:
-        raise PockError(f"update blocks {value!r}: choose from {', '.join(BLOCK_MODES)}")
-    return mode
+    return _stage_mode(value, BLOCK_MODES, "auto", "update blocks")
 
 
 def _choose_blocks(tg: Graph, lp: Callable[[Graph], LoweredGraph], keep: set[str]

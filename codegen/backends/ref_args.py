@@ -30,6 +30,7 @@ from ..golden.kernels.pooling import int8_mean_requant, int8_pool_range
 from ..golden.kernels.shape import int8_concat_range
 from ..ir import Graph, Op
 from ..ir.stream import band_plan, chain_graph, row_stages
+from ..partial import MERGE_OP
 from .kernel_call import (
     C_TYPES,
     STRUCTS,
@@ -79,7 +80,7 @@ def _conv_like(view: OpArgs, kernel: str, struct: str, fields: Mapping[str, Stru
     w = view.input(1)
     assert w is not None
     made = view.graph.producer(w.name)
-    if w.data is None and (made is None or made.type != "merge_channels"):
+    if w.data is None and (made is None or made.type != MERGE_OP):
         raise view.error(f"weight {w.name!r} must be a constant (or a parameter) tensor, or "
                          "the whole weight of a partial trainable tensor (codegen.partial)")
     head: list[tuple[str, Arg]] = [("ctx", ContextArg())]

@@ -529,11 +529,11 @@ class RecordBuilder:
                                  "int8 and int32 parameters")
             part = entry.get("partial") if isinstance(entry, Mapping) else None
             shape = tuple(part["shape"]) if part else t.shape
-            e = {"macro": self.param_slots[name].macro, "kind": kind, "at": at,
+            e = {"macro": self.param_slots[name].macro, "kind": kind,
                  "count": int(np.prod(shape, dtype=np.int64)) if part else t.size,
                  "bytes": int(np.prod(shape, dtype=np.int64)) * np.dtype(t.dtype).itemsize
                  if part else t.nbytes,
-                 "segments": self._segments(g, name, part) if part else None,
+                 "segments": self._segments(g, name, part, at) if part else None,
                  "comment": comment_text(f"{export_name(entry)}: {t.dtype} {_shape(shape)}"
                                          + (f", {len(part['channels'])} trained channels in "
                                             f"RAM ({name}), the others in flash"
@@ -552,11 +552,13 @@ class RecordBuilder:
                 "has_bytes": any(e["kind"] == "bytes" for e in export), "counters": counters,
                 "masters": masters, "has_partial": any(e["segments"] for e in export)}
 
-    def _segments(self, g: Graph, name: str, part: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def _segments(self, g: Graph, name: str, part: Mapping[str, Any], base_at: int
+                  ) -> list[dict[str, Any]]:
         """The pieces of a partial trainable tensor's export (codegen.partial): runs of rows
         from its trained part (the parameter ``name``) and its frozen part (a constant), in
-        channel order; ``at`` is the offset in the tensor's export bytes, ``src`` the C
-        address of the piece (``dst``: writable, trained pieces only)."""
+        channel order; ``at`` is the offset in the tensor's export bytes, ``blob_at`` in the
+        whole export (the tensor's starts at ``base_at``), ``src`` the C address of the piece
+        (``dst``: writable, trained pieces only)."""
         t = g.tensors[name]
         row = int(np.prod(t.shape[1:], dtype=np.int64)) * np.dtype(t.dtype).itemsize
         frozen = self._constant(g, part["frozen"])["name"]
@@ -566,7 +568,8 @@ class RecordBuilder:
             if n:
                 k = r & 1
                 base = f"(const uint8_t *){frozen}" if k else f"(const uint8_t *){param}"
-                out.append({"frozen": bool(k), "at": at, "bytes": n * row,
+                out.append({"frozen": bool(k), "at": at, "blob_at": base_at + at,
+                            "bytes": n * row,
                             "src": f"{base} + {off[k]}u",
                             "dst": None if k else f"(uint8_t *){param} + {off[k]}u"})
                 at += n * row

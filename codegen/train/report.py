@@ -11,6 +11,7 @@ from typing import Any
 
 from ..ir import Graph, Op, Role
 from ..ir.ops import TRAINING_OP_SPECS, UPDATE_OPS
+from ..partial import MERGE_OP
 
 LOSS_OPS = ("softmax_cross_entropy", "mse_loss")
 
@@ -18,7 +19,7 @@ LOSS_OPS = ("softmax_cross_entropy", "mse_loss")
 def phase(op: Op) -> str:
     """forward | mask | loss | backward | update (a partial weight's merge: its reader's,
     attr ``phase``)."""
-    if op.type == "merge_channels":
+    if op.type == MERGE_OP:
         return str(op.attrs.get("phase", "forward"))
     if op.type not in TRAINING_OP_SPECS:
         return "forward"
