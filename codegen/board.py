@@ -38,7 +38,7 @@ CONSOLES = ("semihosting", "uart", "trap0", "stdio")
 UART_TYPES = ("cmsdk-apb-uart", "stm32-usart", "stm32-usart-v2", "nrf-uarte")
 FEATURES = ("dsp", "fpu_sp", "fpu_dp", "mve", "mve_fp", "hvx", "trustzone", "simd")
 BACKWARD = ("fp32", "int8")
-BACKENDS = ("ref", "cmsis-nn", "hvx")
+BACKENDS = ("ref", "arm", "cmsis-nn", "hvx", "native")
 
 # which toolchain, console and emulators go with which architecture
 _ARCH_TOOLCHAIN = {"cortex-m": "arm-none-eabi-gcc", "hexagon": "clang-hexagon", "host": "host-cc"}

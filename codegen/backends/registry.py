@@ -21,6 +21,7 @@ from .arm import ARM
 from .base import Backend, Target
 from .cmsis_nn import CMSIS_NN
 from .hvx import HVX
+from .native import NATIVE
 from .kernel_call import KernelCall
 from .ref_args import CALL_BUILDERS, forward_call
 from .train_args import TRAIN_CALL_BUILDERS, train_kernel_call
@@ -35,7 +36,7 @@ REF = Backend(
     kernel_dir="ref",
 )
 
-BACKENDS: dict[str, Backend] = {b.name: b for b in (ARM, CMSIS_NN, HVX, REF)}
+BACKENDS: dict[str, Backend] = {b.name: b for b in (ARM, CMSIS_NN, HVX, NATIVE, REF)}
 CHOICES = ("auto", *BACKENDS)
 # board feature -> the backends its default chain puts before ref
 _FEATURE_CHAINS = (("mve", ("arm", "cmsis-nn")), ("dsp", ("arm", "cmsis-nn")), ("hvx", ("hvx",)))

@@ -52,10 +52,39 @@ def arm_library(build_root: Path, ref_lib: RefKernels) -> Path:
     return build_library("gcc", out, flags, host_objects(out, flags))
 
 
+_NATIVE_LIBRARIES: dict[str, Path] = {}
+
+
+def native_library(build_root: Path, form: str) -> Path:
+    """The ref kernels and the native backend's compiled for one of its code paths
+    (tests/backends/native_helpers.FORMS), gcc -O2 with UBSan; built once per session, skipped
+    where the machine cannot run that path."""
+    from tests.backends.native_helpers import FORMS, check_path, cpu_lacks, host_objects
+
+    if form not in _NATIVE_LIBRARIES:
+        reason = cpu_lacks(form)
+        if reason is not None:
+            pytest.skip(f"{form}: {reason}")
+        out = build_root / f"gcc_{form}"
+        out.mkdir()
+        flags = ["-O2", *sanitizer_flags("gcc", "undefined", out)]
+        lib = build_library("gcc", out, [*flags, *FORMS[form][0]],
+                            host_objects(out, form, flags))
+        check_path(lib, form)
+        _NATIVE_LIBRARIES[form] = lib
+    return _NATIVE_LIBRARIES[form]
+
+
 @pytest.fixture
 def kernels(request: pytest.FixtureRequest, backend: str) -> RefKernels:
-    """The library of the test's ``backend`` parameter: ref, cmsis-nn before ref, or one form
-    of the arm records (arm, arm-plain, arm-ool) before ref."""
+    """The library of the test's ``backend`` parameter: ref, cmsis-nn before ref, one form
+    of the arm records (arm, arm-plain, arm-ool) before ref, or one code path of the native
+    kernels (native, native-avx2, native-portable) before ref."""
+    if backend.startswith("native"):
+        from tests.backends.native_helpers import native_or_ref
+
+        return RefKernels(native_library(request.getfixturevalue("build_root"), backend),
+                          record=native_or_ref)
     if backend.startswith("arm"):
         from tests.backends.arm_helpers import arm_or_ref
 

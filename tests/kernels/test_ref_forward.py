@@ -1,6 +1,8 @@
 """C forward kernels vs the golden model, bit for bit: the portable kernels
-(runtime_c/kernels/ref) and, where CMSIS-NN is checked out, the CMSIS-NN backend's (its plain C
-paths on the host; tests/backends runs its DSP and Helium paths on emulated cores).
+(runtime_c/kernels/ref), the native backend's on each of its code paths (AVX-512, AVX2,
+portable), the arm backend's portable C and, where CMSIS-NN is checked out, the CMSIS-NN
+backend's (its plain C paths on the host; tests/backends runs its DSP and Helium paths on
+emulated cores).
 
 The kernels are compiled once per session (gcc -O2, UBSan aborting on the first report; an
 ASan+UBSan build runs in a subprocess; clang and arm-none-eabi-gcc compile them too) and called
@@ -27,9 +29,11 @@ from codegen.errors import ModelError
 from codegen.frontend import load_model
 from codegen.golden import numerics as nx
 from codegen.ir import Graph, QuantParams, Role, Tensor
-from tests.backends import arm_cases, cmsis_cases
+from tests.backends import arm_cases, cmsis_cases, native_cases
 from tests.backends.arm_helpers import FORMS, arm_record
 from tests.backends.cmsis_helpers import cmsis_record
+from tests.backends.native_helpers import FORMS as NATIVE_FORMS
+from tests.backends.native_helpers import native_or_ref
 from tests.frontend.single_op import single_op_graph
 
 from .c_runner import (
@@ -62,7 +66,8 @@ def _model_path(name: str) -> Path:
 # -- per-op random cases -------------------------------------------------------------------------
 BACKEND_OPS = ([("ref", op) for op in sorted(CASES)]
                + [("cmsis-nn", op) for op in sorted(cmsis_cases.OPS)]
-               + [(form, op) for form in FORMS for op in sorted(arm_cases.OPS)])
+               + [(form, op) for form in FORMS for op in sorted(arm_cases.OPS)]
+               + [(form, op) for form in NATIVE_FORMS for op in sorted(native_cases.OPS)])
 # the CMSIS-NN kernels the host's cases must reach (plain C paths: no Helium depthwise-as-conv)
 CMSIS_HOST_PATHS = {
     "conv2d": {"conv-1x1_fast", "conv-1x1", "conv-1xn", "conv-im2col"},
@@ -82,7 +87,20 @@ ARM_HOST_PATHS = {
 }
 
 
+# the native paths every code path's cases must reach
+NATIVE_HOST_PATHS = {
+    "conv2d": {"conv-packed-rows-whole-pair-blocks", "conv-packed-rows-tail-c-tail",
+               "conv-runtime-rows-whole", "conv-runtime-rows-tail-c-tail-pair-blocks",
+               "conv-packed-rows-tail"},
+    "depthwise_conv2d": {"dw-packed", "dw-packed-tail", "dw-runtime", "dw-runtime-tail"},
+    "fully_connected": {"fc-direct", "conv-packed-rows-tail-c-tail"},
+    "add": {"add"},
+}
+
+
 def _backend_cases(backend: str, op_type: str):
+    if backend in NATIVE_FORMS:
+        return native_cases.iter_cases(op_type, N_CASES)
     if backend == "ref":
         return ((g, f, None) for g, f in iter_cases(op_type, N_CASES))
     if backend in FORMS:
@@ -91,6 +109,10 @@ def _backend_cases(backend: str, op_type: str):
 
 
 def _record_and_path(backend: str, graph, batch):
+    if backend in NATIVE_FORMS:
+        rec = native_or_ref(graph, graph.ops[0], batch)
+        return ((rec, native_cases.path(graph, batch)) if rec.backend == "native"
+                else (None, None))
     if backend in FORMS:
         rec = arm_record(graph, graph.ops[0], batch, form=backend)
         return rec, (arm_cases.path(graph, batch) if rec is not None else None)
@@ -121,7 +143,8 @@ def test_op_matches_golden(kernels: RefKernels, backend: str, op_type: str) -> N
                             f"differ from the golden model ({values} values compared); "
                             f"first: {first}")
     assert declined < N_CASES // 2, f"{backend} declined {declined} of {N_CASES} {op_type}"
-    want = ARM_HOST_PATHS if backend in FORMS else CMSIS_HOST_PATHS
+    want = ARM_HOST_PATHS if backend in FORMS else \
+        NATIVE_HOST_PATHS if backend in NATIVE_FORMS else CMSIS_HOST_PATHS
     assert want.get(op_type, set()) <= paths or backend == "ref", want.get(op_type, set()) - paths
 
 
@@ -174,7 +197,7 @@ def test_quantize_edge_values(ref_lib: RefKernels) -> None:
 
 
 # -- whole models --------------------------------------------------------------------------------
-@pytest.mark.parametrize("backend", ["ref", "cmsis-nn", *FORMS])
+@pytest.mark.parametrize("backend", ["ref", "cmsis-nn", *FORMS, *NATIVE_FORMS])
 @pytest.mark.parametrize("name", INT8_MODELS)
 def test_model_op_by_op_matches_golden(kernels: RefKernels, name: str, backend: str) -> None:
     graph = load_model(_model_path(name))

@@ -1,0 +1,294 @@
+"""The native backend: pockengine's own kernels for the machine pockengine runs on (board
+``host``: ``fit --engine host``, ``search``, fleets of host clients).
+
+The kernels (``runtime_c/kernels/native``, prototypes in ``pe_native_kernels.h``) are C with
+AVX-512 / AVX2 intrinsics where the compiler targets them (the host Makefile builds with
+``-march=native`` where the compiler takes it) and portable C elsewhere, every path bit-exact
+with the golden model. As the arm backend does, each forward builder starts from the op's ref
+record (the same offsets, clamps, dims and multipliers) and adds what can be computed at
+compile time; a generated model calls the kernel's body (``static inline``) with every shape
+a literal, so each layer gets its own code. The out-of-line form (:func:`out_of_line`,
+``pe_<op>_s8_native``: the same arguments, run-time values) is what tests call.
+
+- ``rq``: per block of sixteen output channels three rows of sixteen int32 (multiplier,
+  high word, shift), pe_arm.h's one-rounding form of TFLM's requantization
+  (``arm.requant_words``; the output zero point folded in where it fits): layers whose right
+  shifts are at least 2 and multipliers above 2^30 (every layer of the MLPerf Tiny models);
+  the rest decline to ref;
+- conv2d / fully_connected: the weights as int16 pairs per block of sixteen output channels
+  (:func:`pack_pairs`), in the model's constants for weights nothing changes, packed into the
+  scratch at every call for a conv's weights that training changes; input offsets are added
+  to the int16 rows the kernel builds (padding taps 0); a fully connected layer whose weights
+  training changes reads them as they are (pe_native_fc.h: products along the input);
+- depthwise_conv2d (depth multiplier 1): the weights as int32 per tap and channel
+  (:func:`pack_depthwise`), packed the same two ways;
+- add (equal shapes): the arm backend's tables of TFLM's rescaled input values
+  (``arm.add_tables``), gathered sixteen at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..ir import Graph, Op
+from .arm import add_tables, fold_zero_point, requant_words
+from .base import Backend, Builder, Target
+from .kernel_call import ArrayArg, ConstArray, KernelCall, NullArg, ScalarArg
+from .native_train import TRAIN_BUILDERS
+from .params import OpArgs, int32_array, mutable_tensors
+from .ref_args import forward_call, same_dims_call
+
+LANES = 16                         # PE_NV_LANES in native/pe_native.h
+ROWS = 4                           # PE_NV_ROWS in native/pe_native_conv.h
+BODIES = {"pe_conv2d_s8_native": "pe_nv_conv_s8",
+          "pe_depthwise_conv2d_s8_native": "pe_nv_dw_s8",
+          "pe_fully_connected_s8_native": "pe_nv_fc_s8", "pe_add_s8_native": "pe_nv_add_s8"}
+
+
+def _blocks(n: int) -> int:
+    return -(-n // LANES)
+
+
+def rq_blocks(multiplier: np.ndarray, shift: np.ndarray, zero_point: int
+              ) -> tuple[np.ndarray, int] | None:
+    """The requantization words of pe_native.h per block of sixteen channels (channels past
+    the last padded with a dead channel's words), and the output offset the kernel still adds
+    (0 when the zero point folded into the high words); None when some channel is outside
+    the one-rounding form."""
+    words = requant_words(multiplier, shift)
+    if words is None:
+        return None
+    folded = fold_zero_point(words, zero_point)
+    offset = 0 if folded is not None else int(zero_point)
+    w = np.asarray(folded if folded is not None else words, np.int64).reshape(-1, 3)
+    n = w.shape[0]
+    padded = np.tile(np.array([[1, 0, 1]], np.int64), (_blocks(n) * LANES, 1))
+    padded[:n] = w[:, [1, 0, 2]]                 # (k_hi, m, e1) -> (m, k_hi, e1)
+    return padded.reshape(-1, LANES, 3).transpose(0, 2, 1).reshape(-1), offset
+
+
+def pack_pairs(weight: np.ndarray) -> np.ndarray:
+    """int8 rows (out, k) as pe_native_conv.h reads them: per block of sixteen rows and pair of
+    values, each row's two values (int16), rows past ``out`` and the value past an odd k 0."""
+    w = np.asarray(weight, np.int64).reshape(weight.shape[0], -1)
+    out, k = w.shape
+    k2 = -(-k // 2)
+    padded = np.zeros((_blocks(out) * LANES, 2 * k2), np.int64)
+    padded[:out, :k] = w
+    return padded.reshape(-1, LANES, k2, 2).transpose(0, 2, 1, 3).reshape(-1).astype(np.int16)
+
+
+def pack_depthwise(weight: np.ndarray) -> np.ndarray:
+    """A depthwise filter (1, k_h, k_w, channels) as int32 per tap, the channels padded with
+    zeros to whole blocks of sixteen."""
+    w = np.asarray(weight, np.int64).reshape(-1, weight.shape[-1])
+    taps, c = w.shape
+    padded = np.zeros((taps, _blocks(c) * LANES), np.int64)
+    padded[:, :c] = w
+    return padded.reshape(-1).astype(np.int32)
+
+
+def conv_scratch(k: int, out_c: int, packed: bool) -> int:
+    """pe_nv_conv_scratch of pe_native_conv.h."""
+    k2 = -(-k // 2)
+    return ROWS * k2 * 4 + _blocks(out_c) * LANES * 4 + \
+        (0 if packed else _blocks(out_c) * k2 * 2 * LANES * 2)
+
+
+def depthwise_scratch(taps: int, channels: int, packed: bool) -> int:
+    """pe_nv_dw_scratch of pe_native_dw.h."""
+    cp = _blocks(channels) * LANES
+    return cp * 4 + (0 if packed else taps * cp * 4)
+
+
+def _i32(**values: int) -> list[tuple[str, ScalarArg]]:
+    return [(name, ScalarArg("int32_t", int(v))) for name, v in values.items()]
+
+
+def _frozen(graph: Graph, name: str):
+    """The tensor ``name`` when nothing changes it at run time and its data is known."""
+    t = graph.tensors[name]
+    return t if t.data is not None and name not in mutable_tensors(graph) else None
+
+
+def _rq(ref: KernelCall, n_out: int) -> tuple[ArrayArg, int] | None:
+    quant = ref.arg("quant").value.values
+    m, s = quant["multiplier"], quant["shift"]
+    m = m.values if isinstance(m, ConstArray) else np.array([m])
+    s = s.values if isinstance(s, ConstArray) else np.array([s])
+    made = rq_blocks(np.broadcast_to(m, (n_out,)), np.broadcast_to(s, (n_out,)),
+                     int(ref.arg("params").value.values["output_offset"]))
+    if made is None:
+        return None
+    words, offset = made
+    return ArrayArg(int32_array("rq", words)), offset
+
+
+def _conv_like(graph: Graph, ref: KernelCall, w_name: str, shape: dict, n_out: int
+               ) -> KernelCall | None:
+    """The out-of-line conv record over the ref record ``ref`` (conv2d or fully_connected),
+    with ``shape``: the literal geometry."""
+    made = _rq(ref, n_out)
+    if made is None:
+        return None
+    rq, out_off = made
+    p = ref.arg("params").value.values
+    act = p["activation"].values
+    w = _frozen(graph, w_name)
+    k = int(np.prod(graph.tensors[w_name].shape[1:]))
+    packed = (ArrayArg(ConstArray("w16", "int16_t", pack_pairs(w.data))) if w is not None
+              else NullArg("const int16_t *"))
+    args = [("ctx", ref.arg("ctx")), ("input", ref.arg("input")), ("w16", packed),
+            ("filter", ref.arg("filter")), ("bias", ref.arg("bias")), ("rq", rq),
+            ("output", ref.arg("output")),
+            *_i32(**shape, input_offset=p["input_offset"], out_offset=out_off,
+                  act_min=act["min"], act_max=act["max"])]
+    return replace(ref, kernel="pe_conv2d_s8_native", args=tuple(args),
+                   scratch_bytes=conv_scratch(k, n_out, w is not None))
+
+
+def _conv2d(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    view = OpArgs(graph, op, batch)
+    if not view.int8_io(2):
+        return None
+    w = view.input(1)
+    assert w is not None
+    out_c, k_h, k_w, k_c = (int(v) for v in w.shape)
+    n, in_h, in_w, in_c = view.shape(view.x())
+    if in_c != k_c:
+        return None                                   # grouped: ref
+    ref = forward_call(graph, op, batch)
+    p = ref.arg("params").value.values
+    o = ref.arg("output_dims").value.values
+    st, pad, dil = (p[k].values for k in ("stride", "padding", "dilation"))
+    shape = dict(batches=o["n"], in_h=in_h, in_w=in_w, in_c=in_c, out_h=o["h"], out_w=o["w"],
+                 out_c=out_c, k_h=k_h, k_w=k_w, s_h=st["h"], s_w=st["w"], pad_h=pad["h"],
+                 pad_w=pad["w"], d_h=dil["h"], d_w=dil["w"])
+    return _conv_like(graph, ref, w.name, shape, out_c)
+
+
+def _fully_connected(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    view = OpArgs(graph, op, batch)
+    if not view.int8_io(2):
+        return None
+    ref = forward_call(graph, op, batch)
+    if ref.arg("params").value.values["filter_offset"] != 0:
+        return None
+    w = view.input(1)
+    assert w is not None
+    units, depth = (int(v) for v in w.shape)
+    rows = int(ref.arg("input_dims").value.values["n"])
+    if _frozen(graph, w.name) is None:
+        return _fc_direct(ref, units, depth, rows)
+    shape = dict(batches=1, in_h=rows, in_w=1, in_c=depth, out_h=rows, out_w=1, out_c=units,
+                 k_h=1, k_w=1, s_h=1, s_w=1, pad_h=0, pad_w=0, d_h=1, d_w=1)
+    return _conv_like(graph, ref, w.name, shape, units)
+
+
+def fc_scratch(depth: int) -> int:
+    """pe_nv_fc_scratch of pe_native_fc.h."""
+    return -(-depth // 32) * 32 * 2 + LANES * 4
+
+
+def _fc_direct(ref: KernelCall, units: int, depth: int, rows: int) -> KernelCall | None:
+    """The FC over weights as they are (training changes them: no packing at every call)."""
+    made = _rq(ref, units)
+    if made is None:
+        return None
+    rq, out_off = made
+    p = ref.arg("params").value.values
+    act = p["activation"].values
+    args = [("ctx", ref.arg("ctx")), ("input", ref.arg("input")),
+            ("filter", ref.arg("filter")), ("bias", ref.arg("bias")), ("rq", rq),
+            ("output", ref.arg("output")),
+            *_i32(rows=rows, depth=depth, units=units, input_offset=p["input_offset"],
+                  out_offset=out_off, act_min=act["min"], act_max=act["max"])]
+    return replace(ref, kernel="pe_fully_connected_s8_native", args=tuple(args),
+                   scratch_bytes=fc_scratch(depth))
+
+
+def _depthwise_conv2d(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    view = OpArgs(graph, op, batch)
+    if not view.int8_io(2) or int(view.attr("depth_multiplier", 1)) != 1:
+        return None
+    ref = forward_call(graph, op, batch)
+    w = view.input(1)
+    assert w is not None
+    _, k_h, k_w, chans = (int(v) for v in w.shape)
+    made = _rq(ref, chans)
+    if made is None:
+        return None
+    rq, out_off = made
+    p = ref.arg("params").value.values
+    act = p["activation"].values
+    i, o = ref.arg("input_dims").value.values, ref.arg("output_dims").value.values
+    st, pad, dil = (p[k].values for k in ("stride", "padding", "dilation"))
+    frozen = _frozen(graph, w.name)
+    packed = (ArrayArg(int32_array("w32", pack_depthwise(frozen.data))) if frozen is not None
+              else NullArg("const int32_t *"))
+    args = [("ctx", ref.arg("ctx")), ("input", ref.arg("input")), ("w32", packed),
+            ("filter", ref.arg("filter")), ("bias", ref.arg("bias")), ("rq", rq),
+            ("output", ref.arg("output")),
+            *_i32(batches=o["n"], in_h=i["h"], in_w=i["w"], channels=chans, out_h=o["h"],
+                  out_w=o["w"], k_h=k_h, k_w=k_w, s_h=st["h"], s_w=st["w"], pad_h=pad["h"],
+                  pad_w=pad["w"], d_h=dil["h"], d_w=dil["w"],
+                  input_offset=p["input_offset"], out_offset=out_off, act_min=act["min"],
+                  act_max=act["max"])]
+    return replace(ref, kernel="pe_depthwise_conv2d_s8_native", args=tuple(args),
+                   scratch_bytes=depthwise_scratch(k_h * k_w, chans, frozen is not None))
+
+
+def _add(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    """Equal shapes (no broadcast) and an output requantization of the one-rounding form."""
+    ref = same_dims_call(graph, op, batch)
+    if ref is None:
+        return None
+    p = ref.arg("params").value.values
+    made = rq_blocks(np.array([p["output_multiplier"]] * LANES),
+                     np.array([p["output_shift"]] * LANES), int(p["output_offset"]))
+    if made is None:
+        return None
+    words, out_off = made
+    d = ref.arg("output_dims").value.values
+    act = p["activation"].values
+    args = [("tables", ArrayArg(int32_array("tables", add_tables(p)))),
+            ("rq", ArrayArg(int32_array("rq", words))), ("input1", ref.arg("input1")),
+            ("input2", ref.arg("input2")), ("output", ref.arg("output")),
+            *_i32(size=int(np.prod([d[k] for k in "nhwc"], dtype=np.int64)),
+                  out_offset=out_off, act_min=act["min"], act_max=act["max"])]
+    return replace(ref, kernel="pe_add_s8_native", args=tuple(args))
+
+
+OUT_OF_LINE: dict[str, Builder] = {
+    "conv2d": _conv2d,
+    "fully_connected": _fully_connected,
+    "depthwise_conv2d": _depthwise_conv2d,
+    "add": _add,
+}
+
+
+def out_of_line(graph: Graph, op: Op, batch: int = 1, target: Target | None = None
+                ) -> KernelCall | None:
+    """The out-of-line form of the native record of ``op`` (run-time arguments), or None."""
+    builder = OUT_OF_LINE.get(op.type)
+    call = builder(graph, op, batch, target or Target()) if builder is not None else None
+    return None if call is None else replace(call, backend="native")
+
+
+def _body(builder: Builder) -> Builder:
+    def build(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+        call = builder(graph, op, batch, target)
+        return None if call is None else replace(call, kernel=BODIES[call.kernel])
+    return build
+
+
+BUILDERS: dict[str, Builder] = {**{k: _body(b) for k, b in OUT_OF_LINE.items()},
+                                **TRAIN_BUILDERS}
+
+NATIVE = Backend(
+    name="native",
+    summary="pockengine's own kernels for the machine it runs on (runtime_c/kernels/native: "
+            "AVX-512 / AVX2 where the compiler targets them, portable C elsewhere)",
+    builders=BUILDERS, kernel_dir="native", archs=("host",))

@@ -1,0 +1,137 @@
+/*
+ * pe_native_dw.h - the native backend's int8 depthwise convolution (depth multiplier 1, any
+ * kernel, stride, padding and dilation), bit-exact with TFLM's reference DepthwiseConvPerChannel:
+ *
+ *   out[p][c] = clamp(requant(bias[c] + sum over in-image taps of w[tap][c] * (x[c] + offset)))
+ *
+ * vectorised over sixteen channels: per output position and block of channels the taps that
+ * lie in the image (padding taps skipped, as TFLM does) add w * (x + offset) in int32 lanes
+ * (VPMOVSXBD, VPMULLD, VPADDD), wrapping as TFLM's sums. The weights are int32,
+ * w32[tap][c] with the channels padded with zeros to whole blocks (codegen/backends/native.py
+ * pack_depthwise), at compile time for weights nothing changes and in the scratch at every
+ * call for weights training changes.
+ *
+ * Scratch (pe_nv_dw_scratch): the bias padded to whole blocks (blocks * 16 int32), then, for
+ * weights packed at run time, taps * blocks * 16 int32.
+ */
+#ifndef PE_NATIVE_DW_H
+#define PE_NATIVE_DW_H
+
+#include "pe_native.h"
+
+static inline int32_t pe_nv_dw_scratch(int32_t taps, int32_t channels, int32_t packed)
+{
+    const int32_t cp = (channels + PE_NV_LANES - 1) / PE_NV_LANES * PE_NV_LANES;
+    return cp * 4 + (packed ? 0 : taps * cp * 4);
+}
+
+/* acc[l] += w[l] * (x[l] + offset) for the n (1..16) channels of a block; x may end after n */
+PE_NV_KERNEL void pe_nv_dw_tap(const int8_t *x, const int32_t *w, int32_t offset, int32_t n,
+                               int32_t *PE_NV_RESTRICT acc)
+{
+#if defined(PE_NV_AVX512)
+    const __m128i bytes = n == PE_NV_LANES ? _mm_loadu_si128((const __m128i *)(const void *)x)
+                          : _mm_maskz_loadu_epi8((__mmask16)((1u << n) - 1u), (const void *)x);
+    const __m512i v = _mm512_add_epi32(_mm512_cvtepi8_epi32(bytes), _mm512_set1_epi32(offset));
+    const __m512i a = _mm512_loadu_si512((const void *)acc);
+    _mm512_storeu_si512((void *)acc, _mm512_add_epi32(
+        a, _mm512_mullo_epi32(v, _mm512_loadu_si512((const void *)w))));
+#elif defined(PE_NV_AVX2)
+    int8_t tmp[PE_NV_LANES];
+    const int8_t *src = x;
+    int h;
+    if (n < PE_NV_LANES) {
+        memset(tmp, 0, sizeof tmp);
+        memcpy(tmp, x, (size_t)n);
+        src = tmp;
+    }
+    for (h = 0; h < 2; ++h) {
+        int64_t eight;
+        __m256i v;
+        memcpy(&eight, src + 8 * h, sizeof eight);
+        v = _mm256_add_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(eight)),
+                             _mm256_set1_epi32(offset));
+        _mm256_storeu_si256((__m256i *)(void *)(acc + 8 * h), _mm256_add_epi32(
+            _mm256_loadu_si256((const __m256i *)(const void *)(acc + 8 * h)),
+            _mm256_mullo_epi32(v, _mm256_loadu_si256((const __m256i *)(const void *)(w + 8 * h)))));
+    }
+#else
+    int32_t l;
+    for (l = 0; l < n; ++l) {
+        acc[l] = pe_s32_from_u32((uint32_t)acc[l] + (uint32_t)(w[l] * (x[l] + offset)));
+    }
+#endif
+}
+
+/* the int32 weights of a depthwise filter (taps, channels) padded to whole blocks */
+PE_NV_KERNEL void pe_nv_pack_depthwise(const int8_t *PE_NV_RESTRICT filter,
+                                       int32_t *PE_NV_RESTRICT w32, int32_t taps,
+                                       int32_t channels)
+{
+    const int32_t cp = (channels + PE_NV_LANES - 1) / PE_NV_LANES * PE_NV_LANES;
+    int32_t t, c;
+    for (t = 0; t < taps; ++t) {
+        for (c = 0; c < cp; ++c) {
+            w32[t * cp + c] = c < channels ? filter[t * channels + c] : 0;
+        }
+    }
+}
+
+/* The layer: ``w32`` the packed weights (NULL: ``filter`` packed into the scratch first),
+ * ``bias`` (channels int32 or NULL), ``rq`` the requantization words per block of sixteen
+ * channels, out_offset the output zero point (0 when folded into rq). */
+PE_NV_KERNEL void pe_nv_dw_s8(const pe_context *ctx, const int8_t *input, const int32_t *w32,
+                              const int8_t *filter, const int32_t *bias, const int32_t *rq,
+                              int8_t *output, int32_t batches, int32_t in_h, int32_t in_w,
+                              int32_t channels, int32_t out_h, int32_t out_w, int32_t k_h,
+                              int32_t k_w, int32_t s_h, int32_t s_w, int32_t pad_h,
+                              int32_t pad_w, int32_t d_h, int32_t d_w, int32_t input_offset,
+                              int32_t out_offset, int32_t act_min, int32_t act_max)
+{
+    const int32_t cp = (channels + PE_NV_LANES - 1) / PE_NV_LANES * PE_NV_LANES;
+    int32_t *init = (int32_t *)ctx->buf;
+    int32_t acc[PE_NV_LANES];
+    int32_t n, oy, ox, c0, ky, kx;
+    for (c0 = 0; c0 < cp; ++c0) {
+        init[c0] = bias != 0 && c0 < channels ? bias[c0] : 0;
+    }
+    if (w32 == 0) {
+        int32_t *packed = init + cp;
+        pe_nv_pack_depthwise(filter, packed, k_h * k_w, channels);
+        w32 = packed;
+    }
+    for (n = 0; n < batches; ++n) {
+        const int8_t *image = input + n * in_h * in_w * channels;
+        for (oy = 0; oy < out_h; ++oy) {
+            const int32_t iy0 = oy * s_h - pad_h;
+            for (ox = 0; ox < out_w; ++ox) {
+                const int32_t ix0 = ox * s_w - pad_w;
+                int8_t *out = output + ((n * out_h + oy) * out_w + ox) * channels;
+                for (c0 = 0; c0 < channels; c0 += PE_NV_LANES) {
+                    const int32_t count = channels - c0 < PE_NV_LANES ? channels - c0
+                                                                      : PE_NV_LANES;
+                    memcpy(acc, init + c0, sizeof acc);
+                    for (ky = 0; ky < k_h; ++ky) {
+                        const int32_t iy = iy0 + ky * d_h;
+                        if (iy < 0 || iy >= in_h) {
+                            continue;
+                        }
+                        for (kx = 0; kx < k_w; ++kx) {
+                            const int32_t ix = ix0 + kx * d_w;
+                            if (ix < 0 || ix >= in_w) {
+                                continue;
+                            }
+                            pe_nv_dw_tap(image + (iy * in_w + ix) * channels + c0,
+                                         w32 + (ky * k_w + kx) * cp + c0, input_offset, count,
+                                         acc);
+                        }
+                    }
+                    pe_nv_requant16(acc, rq + c0 / PE_NV_LANES * PE_NV_RQ_BLOCK, out_offset,
+                                    act_min, act_max, out + c0, count);
+                }
+            }
+        }
+    }
+}
+
+#endif /* PE_NATIVE_DW_H */
