@@ -23,7 +23,8 @@ a literal, so each layer gets its own code. The out-of-line form (:func:`out_of_
 - depthwise_conv2d (depth multiplier 1): the weights as int32 per tap and channel
   (:func:`pack_depthwise`), packed the same two ways;
 - add (equal shapes): the arm backend's tables of TFLM's rescaled input values
-  (``arm.add_tables``), gathered sixteen at a time.
+  (``arm.add_tables``), gathered sixteen at a time;
+- avg_pool2d (int8): window sums sixteen channels at a time.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ LANES = 16                         # PE_NV_LANES in native/pe_native.h
 ROWS = 4                           # PE_NV_ROWS in native/pe_native_conv.h
 BODIES = {"pe_conv2d_s8_native": "pe_nv_conv_s8",
           "pe_depthwise_conv2d_s8_native": "pe_nv_dw_s8",
-          "pe_fully_connected_s8_native": "pe_nv_fc_s8", "pe_add_s8_native": "pe_nv_add_s8"}
+          "pe_fully_connected_s8_native": "pe_nv_fc_s8", "pe_add_s8_native": "pe_nv_add_s8",
+          "pe_avg_pool2d_s8_native": "pe_nv_avg_pool_s8"}
 
 
 def _blocks(n: int) -> int:
@@ -261,11 +263,26 @@ def _add(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     return replace(ref, kernel="pe_add_s8_native", args=tuple(args))
 
 
+def _avg_pool2d(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    ref = forward_call(graph, op, batch)
+    if ref.kernel != "pe_avg_pool2d_s8":
+        return None
+    p = ref.arg("params").value.values
+    i, f, o = (ref.arg(n).value.values for n in ("input_dims", "filter_dims", "output_dims"))
+    st, pad, act = (p[k].values for k in ("stride", "padding", "activation"))
+    args = [("input", ref.arg("input")), ("output", ref.arg("output")),
+            *_i32(batches=o["n"], in_h=i["h"], in_w=i["w"], channels=i["c"], out_h=o["h"],
+                  out_w=o["w"], f_h=f["h"], f_w=f["w"], s_h=st["h"], s_w=st["w"],
+                  pad_h=pad["h"], pad_w=pad["w"], act_min=act["min"], act_max=act["max"])]
+    return replace(ref, kernel="pe_avg_pool2d_s8_native", args=tuple(args), scratch_bytes=0)
+
+
 OUT_OF_LINE: dict[str, Builder] = {
     "conv2d": _conv2d,
     "fully_connected": _fully_connected,
     "depthwise_conv2d": _depthwise_conv2d,
     "add": _add,
+    "avg_pool2d": _avg_pool2d,
 }
 
 

@@ -4,8 +4,8 @@
  * (AVX-512 / AVX2 intrinsics where the compiler targets them, portable C elsewhere; see
  * native/pe_native.h).
  *
- * Generated models call the bodies (pe_nv_conv_s8, pe_nv_dw_s8, pe_nv_fc_s8, pe_nv_add_s8: static
- * inline, every shape
+ * Generated models call the bodies (pe_nv_conv_s8, pe_nv_dw_s8, pe_nv_fc_s8, pe_nv_add_s8,
+ * pe_nv_avg_pool_s8: static inline, every shape
  * a literal, so each layer gets code of its own), which this header brings in on the targets
  * the backend builds for; the out-of-line kernels below run the same bodies with run-time
  * arguments (tests call them through ctypes). The training kernels take pe_train_kernels.h's
@@ -22,6 +22,7 @@
 #include "pe_native_conv.h"
 #include "pe_native_dw.h"
 #include "pe_native_fc.h"
+#include "pe_native_pool.h"
 #endif
 
 #ifdef __cplusplus
@@ -50,6 +51,10 @@ void pe_fully_connected_s8_native(const pe_context *ctx, const int8_t *input,
                                   int8_t *output, int32_t rows, int32_t depth, int32_t units,
                                   int32_t input_offset, int32_t out_offset, int32_t act_min,
                                   int32_t act_max);
+void pe_avg_pool2d_s8_native(const int8_t *input, int8_t *output, int32_t batches,
+                             int32_t in_h, int32_t in_w, int32_t channels, int32_t out_h,
+                             int32_t out_w, int32_t f_h, int32_t f_w, int32_t s_h, int32_t s_w,
+                             int32_t pad_h, int32_t pad_w, int32_t act_min, int32_t act_max);
 void pe_add_s8_native(const int32_t *tables, const int32_t *rq, const int8_t *input1,
                       const int8_t *input2, int8_t *output, int32_t size, int32_t out_offset,
                       int32_t act_min, int32_t act_max);

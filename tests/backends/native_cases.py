@@ -52,12 +52,13 @@ FAMILIES = {
                          (0.4, dw_wide)],
     "fully_connected": [(1.0, lambda rng: arm_cases.case("fully_connected", rng))],
     "add": [(1.0, lambda rng: arm_cases.case("add", rng))],
+    "avg_pool2d": [(1.0, lambda rng: cmsis_cases.case("avg_pool2d", rng))],
 }
 
 
 def case(op_type: str, rng: Rng) -> Case:
     graph, batch = cmsis_cases.draw(FAMILIES[op_type], rng)
-    if op_type != "add" and rng.random() < 0.4:
+    if op_type not in ("add", "avg_pool2d") and rng.random() < 0.4:
         graph = _mutable(graph)
     return graph, batch
 
@@ -74,8 +75,8 @@ def path(graph: Graph, batch: int) -> str:
     op = graph.ops[0]
     call = native.out_of_line(graph, op, batch)
     assert call is not None
-    if op.type == "add":
-        return "add"
+    if op.type in ("add", "avg_pool2d"):
+        return op.type
     if call.kernel == "pe_fully_connected_s8_native":
         return "fc-direct"
     packed = "packed" if not isinstance(call.arg("w16" if op.type != "depthwise_conv2d"

@@ -95,6 +95,7 @@ NATIVE_HOST_PATHS = {
     "depthwise_conv2d": {"dw-packed", "dw-packed-tail", "dw-runtime", "dw-runtime-tail"},
     "fully_connected": {"fc-direct", "conv-packed-rows-tail-c-tail"},
     "add": {"add"},
+    "avg_pool2d": {"avg_pool2d"},
 }
 
 

@@ -25,40 +25,76 @@ static inline int32_t pe_nv_dw_scratch(int32_t taps, int32_t channels, int32_t p
     return cp * 4 + (packed ? 0 : taps * cp * 4);
 }
 
-/* acc[l] += w[l] * (x[l] + offset) for the n (1..16) channels of a block; x may end after n */
-PE_NV_KERNEL void pe_nv_dw_tap(const int8_t *x, const int32_t *w, int32_t offset, int32_t n,
-                               int32_t *PE_NV_RESTRICT acc)
+/* acc[l] = init[l] + sum over the taps (ky0..ky1) x (kx0..kx1) of w[tap][l] * (x[tap][l] +
+ * offset) for the n (1..16) channels of a block: ``x`` the block's first channel at the first
+ * tap, ``xrow`` / ``xcol`` the values between rows / columns of taps, ``w`` the block's
+ * weights at tap (0, 0), ``wrow`` = k_w * cp between rows of weights, ``cp`` between taps */
+PE_NV_KERNEL void pe_nv_dw_taps(const int8_t *x, int32_t xrow, int32_t xcol, const int32_t *w,
+                                int32_t wrow, int32_t cp, int32_t ky0, int32_t ky1,
+                                int32_t kx0, int32_t kx1, int32_t offset, int32_t n,
+                                const int32_t *init, int32_t *PE_NV_RESTRICT acc)
 {
+    int32_t ky, kx;
 #if defined(PE_NV_AVX512)
-    const __m128i bytes = n == PE_NV_LANES ? _mm_loadu_si128((const __m128i *)(const void *)x)
-                          : _mm_maskz_loadu_epi8((__mmask16)((1u << n) - 1u), (const void *)x);
-    const __m512i v = _mm512_add_epi32(_mm512_cvtepi8_epi32(bytes), _mm512_set1_epi32(offset));
-    const __m512i a = _mm512_loadu_si512((const void *)acc);
-    _mm512_storeu_si512((void *)acc, _mm512_add_epi32(
-        a, _mm512_mullo_epi32(v, _mm512_loadu_si512((const void *)w))));
+    const __mmask16 m = (__mmask16)(n == PE_NV_LANES ? 0xFFFFu : (1u << n) - 1u);
+    const __m512i off = _mm512_set1_epi32(offset);
+    __m512i a = _mm512_loadu_si512((const void *)init);
+    for (ky = ky0; ky < ky1; ++ky) {
+        for (kx = kx0; kx < kx1; ++kx) {
+            const int8_t *xp = x + (ky - ky0) * xrow + (kx - kx0) * xcol;
+            const __m128i bytes = n == PE_NV_LANES
+                ? _mm_loadu_si128((const __m128i *)(const void *)xp)
+                : _mm_maskz_loadu_epi8(m, (const void *)xp);
+            const __m512i v = _mm512_add_epi32(_mm512_cvtepi8_epi32(bytes), off);
+            a = _mm512_add_epi32(a, _mm512_mullo_epi32(
+                v, _mm512_loadu_si512((const void *)(w + ky * wrow + kx * cp))));
+        }
+    }
+    _mm512_storeu_si512((void *)acc, a);
 #elif defined(PE_NV_AVX2)
-    int8_t tmp[PE_NV_LANES];
-    const int8_t *src = x;
-    int h;
-    if (n < PE_NV_LANES) {
-        memset(tmp, 0, sizeof tmp);
-        memcpy(tmp, x, (size_t)n);
-        src = tmp;
+    const __m256i off = _mm256_set1_epi32(offset);
+    __m256i a0 = _mm256_loadu_si256((const __m256i *)(const void *)init);
+    __m256i a1 = _mm256_loadu_si256((const __m256i *)(const void *)(init + 8));
+    for (ky = ky0; ky < ky1; ++ky) {
+        for (kx = kx0; kx < kx1; ++kx) {
+            const int8_t *xp = x + (ky - ky0) * xrow + (kx - kx0) * xcol;
+            const int32_t *wp = w + ky * wrow + kx * cp;
+            int8_t tmp[PE_NV_LANES];
+            int64_t lo, hi;
+            if (n < PE_NV_LANES) {
+                memset(tmp, 0, sizeof tmp);
+                memcpy(tmp, xp, (size_t)n);
+                xp = tmp;
+            }
+            memcpy(&lo, xp, sizeof lo);
+            memcpy(&hi, xp + 8, sizeof hi);
+            a0 = _mm256_add_epi32(a0, _mm256_mullo_epi32(
+                _mm256_add_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(lo)), off),
+                _mm256_loadu_si256((const __m256i *)(const void *)wp)));
+            a1 = _mm256_add_epi32(a1, _mm256_mullo_epi32(
+                _mm256_add_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(hi)), off),
+                _mm256_loadu_si256((const __m256i *)(const void *)(wp + 8))));
+        }
     }
-    for (h = 0; h < 2; ++h) {
-        int64_t eight;
-        __m256i v;
-        memcpy(&eight, src + 8 * h, sizeof eight);
-        v = _mm256_add_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(eight)),
-                             _mm256_set1_epi32(offset));
-        _mm256_storeu_si256((__m256i *)(void *)(acc + 8 * h), _mm256_add_epi32(
-            _mm256_loadu_si256((const __m256i *)(const void *)(acc + 8 * h)),
-            _mm256_mullo_epi32(v, _mm256_loadu_si256((const __m256i *)(const void *)(w + 8 * h)))));
-    }
+    _mm256_storeu_si256((__m256i *)(void *)acc, a0);
+    _mm256_storeu_si256((__m256i *)(void *)(acc + 8), a1);
 #else
+    uint32_t a[PE_NV_LANES];
     int32_t l;
-    for (l = 0; l < n; ++l) {
-        acc[l] = pe_s32_from_u32((uint32_t)acc[l] + (uint32_t)(w[l] * (x[l] + offset)));
+    for (l = 0; l < PE_NV_LANES; ++l) {
+        a[l] = (uint32_t)init[l];
+    }
+    for (ky = ky0; ky < ky1; ++ky) {
+        for (kx = kx0; kx < kx1; ++kx) {
+            const int8_t *xp = x + (ky - ky0) * xrow + (kx - kx0) * xcol;
+            const int32_t *wp = w + ky * wrow + kx * cp;
+            for (l = 0; l < n; ++l) {
+                a[l] += (uint32_t)(wp[l] * (xp[l] + offset));
+            }
+        }
+    }
+    for (l = 0; l < PE_NV_LANES; ++l) {
+        acc[l] = pe_s32_from_u32(a[l]);
     }
 #endif
 }
@@ -91,7 +127,7 @@ PE_NV_KERNEL void pe_nv_dw_s8(const pe_context *ctx, const int8_t *input, const 
     const int32_t cp = (channels + PE_NV_LANES - 1) / PE_NV_LANES * PE_NV_LANES;
     int32_t *init = (int32_t *)ctx->buf;
     int32_t acc[PE_NV_LANES];
-    int32_t n, oy, ox, c0, ky, kx;
+    int32_t n, oy, ox, c0;
     for (c0 = 0; c0 < cp; ++c0) {
         init[c0] = bias != 0 && c0 < channels ? bias[c0] : 0;
     }
@@ -107,25 +143,20 @@ PE_NV_KERNEL void pe_nv_dw_s8(const pe_context *ctx, const int8_t *input, const 
             for (ox = 0; ox < out_w; ++ox) {
                 const int32_t ix0 = ox * s_w - pad_w;
                 int8_t *out = output + ((n * out_h + oy) * out_w + ox) * channels;
+                /* the taps in the image: rows ky0..ky1, columns kx0..kx1 (dilated) */
+                const int32_t ky0 = iy0 >= 0 ? 0 : (-iy0 + d_h - 1) / d_h;
+                const int32_t ky1 = in_h - iy0 >= (k_h - 1) * d_h + 1
+                                    ? k_h : (in_h - iy0 + d_h - 1) / d_h;
+                const int32_t kx0 = ix0 >= 0 ? 0 : (-ix0 + d_w - 1) / d_w;
+                const int32_t kx1 = in_w - ix0 >= (k_w - 1) * d_w + 1
+                                    ? k_w : (in_w - ix0 + d_w - 1) / d_w;
                 for (c0 = 0; c0 < channels; c0 += PE_NV_LANES) {
                     const int32_t count = channels - c0 < PE_NV_LANES ? channels - c0
                                                                       : PE_NV_LANES;
-                    memcpy(acc, init + c0, sizeof acc);
-                    for (ky = 0; ky < k_h; ++ky) {
-                        const int32_t iy = iy0 + ky * d_h;
-                        if (iy < 0 || iy >= in_h) {
-                            continue;
-                        }
-                        for (kx = 0; kx < k_w; ++kx) {
-                            const int32_t ix = ix0 + kx * d_w;
-                            if (ix < 0 || ix >= in_w) {
-                                continue;
-                            }
-                            pe_nv_dw_tap(image + (iy * in_w + ix) * channels + c0,
-                                         w32 + (ky * k_w + kx) * cp + c0, input_offset, count,
-                                         acc);
-                        }
-                    }
+                    pe_nv_dw_taps(image + ((iy0 + ky0 * d_h) * in_w + ix0 + kx0 * d_w) *
+                                  channels + c0, d_h * in_w * channels, d_w * channels,
+                                  w32 + c0, k_w * cp, cp, ky0, ky1, kx0, kx1, input_offset,
+                                  count, init + c0, acc);
                     pe_nv_requant16(acc, rq + c0 / PE_NV_LANES * PE_NV_RQ_BLOCK, out_offset,
                                     act_min, act_max, out + c0, count);
                 }

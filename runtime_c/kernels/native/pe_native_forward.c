@@ -40,6 +40,15 @@ void pe_fully_connected_s8_native(const pe_context *ctx, const int8_t *input,
                 out_offset, act_min, act_max);
 }
 
+void pe_avg_pool2d_s8_native(const int8_t *input, int8_t *output, int32_t batches,
+                             int32_t in_h, int32_t in_w, int32_t channels, int32_t out_h,
+                             int32_t out_w, int32_t f_h, int32_t f_w, int32_t s_h, int32_t s_w,
+                             int32_t pad_h, int32_t pad_w, int32_t act_min, int32_t act_max)
+{
+    pe_nv_avg_pool_s8(input, output, batches, in_h, in_w, channels, out_h, out_w, f_h, f_w, s_h,
+                      s_w, pad_h, pad_w, act_min, act_max);
+}
+
 void pe_add_s8_native(const int32_t *tables, const int32_t *rq, const int8_t *input1,
                       const int8_t *input2, int8_t *output, int32_t size, int32_t out_offset,
                       int32_t act_min, int32_t act_max)
