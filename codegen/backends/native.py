@@ -15,11 +15,12 @@ a literal, so each layer gets its own code. The out-of-line form (:func:`out_of_
   (``arm.requant_words``; the output zero point folded in where it fits): layers whose right
   shifts are at least 2 and multipliers above 2^30 (every layer of the MLPerf Tiny models);
   the rest decline to ref;
-- conv2d / fully_connected: the weights as int16 pairs per block of sixteen output channels
-  (:func:`pack_pairs`), in the model's constants for weights nothing changes, packed into the
-  scratch at every call for a conv's weights that training changes; input offsets are added
-  to the int16 rows the kernel builds (padding taps 0); a fully connected layer whose weights
-  training changes reads them as they are (pe_native_fc.h: products along the input);
+- conv2d / fully_connected: the weights as bytes per block of sixteen output channels and
+  group of four inputs (:func:`pack_quads`, for VPDPBUSD) with their correction
+  (:func:`quad_correction`: the kernel's rows hold x + 128, padding taps 128 - offset), in the
+  model's constants for weights nothing changes, packed into the scratch at every call for a
+  conv's weights that training changes; a fully connected layer whose weights training
+  changes reads them as they are (pe_native_fc.h: products along the input);
 - depthwise_conv2d (depth multiplier 1): the weights as int32 per tap and channel
   (:func:`pack_depthwise`), packed the same two ways;
 - add (equal shapes): the arm backend's tables of TFLM's rescaled input values
@@ -36,7 +37,7 @@ import numpy as np
 from ..ir import Graph, Op
 from .arm import add_tables, fold_zero_point, requant_words
 from .base import Backend, Builder, Target
-from .kernel_call import ArrayArg, ConstArray, KernelCall, NullArg, ScalarArg
+from .kernel_call import Arg, ArrayArg, ConstArray, KernelCall, NullArg, ScalarArg
 from .native_train import TRAIN_BUILDERS
 from .params import OpArgs, int32_array, mutable_tensors
 from .ref_args import forward_call, same_dims_call
@@ -71,15 +72,23 @@ def rq_blocks(multiplier: np.ndarray, shift: np.ndarray, zero_point: int
     return padded.reshape(-1, LANES, 3).transpose(0, 2, 1).reshape(-1), offset
 
 
-def pack_pairs(weight: np.ndarray) -> np.ndarray:
-    """int8 rows (out, k) as pe_native_conv.h reads them: per block of sixteen rows and pair of
-    values, each row's two values (int16), rows past ``out`` and the value past an odd k 0."""
+def pack_quads(weight: np.ndarray) -> np.ndarray:
+    """int8 rows (out, k) as pe_native_conv.h reads them: per block of sixteen rows and group of
+    four values, each row's four bytes; rows past ``out`` and values past k 0."""
     w = np.asarray(weight, np.int64).reshape(weight.shape[0], -1)
     out, k = w.shape
-    k2 = -(-k // 2)
-    padded = np.zeros((_blocks(out) * LANES, 2 * k2), np.int64)
+    k4 = -(-k // 4)
+    padded = np.zeros((_blocks(out) * LANES, 4 * k4), np.int64)
     padded[:out, :k] = w
-    return padded.reshape(-1, LANES, k2, 2).transpose(0, 2, 1, 3).reshape(-1).astype(np.int16)
+    return padded.reshape(-1, LANES, k4, 4).transpose(0, 2, 1, 3).reshape(-1).astype(np.int8)
+
+
+def quad_correction(weight: np.ndarray, input_offset: int) -> np.ndarray:
+    """pe_native_conv.h's corr per output channel: (input_offset - 128) * sum_k w, wrapped to
+    int32 (the rows hold x + 128)."""
+    w = np.asarray(weight, np.int64).reshape(weight.shape[0], -1)
+    v = (int(input_offset) - 128) * w.sum(axis=1)
+    return ((v + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int64)
 
 
 def pack_depthwise(weight: np.ndarray) -> np.ndarray:
@@ -94,9 +103,8 @@ def pack_depthwise(weight: np.ndarray) -> np.ndarray:
 
 def conv_scratch(k: int, out_c: int, packed: bool) -> int:
     """pe_nv_conv_scratch of pe_native_conv.h."""
-    k2 = -(-k // 2)
-    return ROWS * k2 * 4 + _blocks(out_c) * LANES * 4 + \
-        (0 if packed else _blocks(out_c) * k2 * 2 * LANES * 2)
+    k4 = -(-k // 4)
+    return ROWS * k4 * 4 + _blocks(out_c) * LANES * 4 + (0 if packed else _blocks(out_c) * k4 * 64)
 
 
 def depthwise_scratch(taps: int, channels: int, packed: bool) -> int:
@@ -140,10 +148,13 @@ def _conv_like(graph: Graph, ref: KernelCall, w_name: str, shape: dict, n_out: i
     act = p["activation"].values
     w = _frozen(graph, w_name)
     k = int(np.prod(graph.tensors[w_name].shape[1:]))
-    packed = (ArrayArg(ConstArray("w16", "int16_t", pack_pairs(w.data))) if w is not None
-              else NullArg("const int16_t *"))
-    args = [("ctx", ref.arg("ctx")), ("input", ref.arg("input")), ("w16", packed),
-            ("filter", ref.arg("filter")), ("bias", ref.arg("bias")), ("rq", rq),
+    if w is not None:
+        packed: Arg = ArrayArg(ConstArray("w8", "int8_t", pack_quads(w.data)))
+        corr: Arg = ArrayArg(int32_array("corr", quad_correction(w.data, p["input_offset"])))
+    else:
+        packed, corr = NullArg("const int8_t *"), NullArg("const int32_t *")
+    args = [("ctx", ref.arg("ctx")), ("input", ref.arg("input")), ("w8", packed),
+            ("corr", corr), ("filter", ref.arg("filter")), ("bias", ref.arg("bias")), ("rq", rq),
             ("output", ref.arg("output")),
             *_i32(**shape, input_offset=p["input_offset"], out_offset=out_off,
                   act_min=act["min"], act_max=act["max"])]

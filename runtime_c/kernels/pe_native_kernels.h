@@ -30,8 +30,9 @@ extern "C" {
 #endif
 
 /* the bodies with run-time arguments (pe_native_forward.c) */
-void pe_conv2d_s8_native(const pe_context *ctx, const int8_t *input, const int16_t *w16,
-                         const int8_t *filter, const int32_t *bias, const int32_t *rq,
+void pe_conv2d_s8_native(const pe_context *ctx, const int8_t *input, const int8_t *w8,
+                         const int32_t *corr, const int8_t *filter, const int32_t *bias,
+                         const int32_t *rq,
                          int8_t *output, int32_t batches, int32_t in_h, int32_t in_w,
                          int32_t in_c, int32_t out_h, int32_t out_w, int32_t out_c,
                          int32_t k_h, int32_t k_w, int32_t s_h, int32_t s_w, int32_t pad_h,

@@ -79,7 +79,7 @@ def path(graph: Graph, batch: int) -> str:
         return op.type
     if call.kernel == "pe_fully_connected_s8_native":
         return "fc-direct"
-    packed = "packed" if not isinstance(call.arg("w16" if op.type != "depthwise_conv2d"
+    packed = "packed" if not isinstance(call.arg("w8" if op.type != "depthwise_conv2d"
                                                  else "w32"), native.NullArg) else "runtime"
     lit = {n: int(a.value) for n, a in call.args if isinstance(a, native.ScalarArg)}
     if op.type == "depthwise_conv2d":

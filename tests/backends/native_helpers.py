@@ -1,6 +1,7 @@
 """native backend test helpers: the records of its out-of-line form (run-time arguments, the
 bodies a generated model inlines) and host libraries of its kernels built for each of its code
-paths (AVX-512, AVX2, portable), with ref for what native declines."""
+paths (what -march=native gives, AVX-512 without VNNI, AVX2, portable), with ref for what
+native declines."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ NATIVE_SOURCES = sorted((KERNELS_DIR / "native").glob("*.c"))
 NATIVE_INCLUDES = [*INCLUDES, f"-I{KERNELS_DIR / 'native'}"]
 # form -> (compiler flags, the paths pe_native_path() may report for it)
 FORMS = {"native": (["-march=native"], ("avx512-vnni", "avx512", "avx2", "portable")),
+         "native-avx512": (["-march=native", "-mno-avx512vnni"], ("avx512",)),
          "native-avx2": (["-march=native", "-DPE_NV_NO_AVX512"], ("avx2",)),
          "native-portable": (["-DPE_NV_PORTABLE"], ("portable",))}
 
@@ -40,12 +42,13 @@ def cpu_lacks(form: str) -> str | None:
                                capture_output=True, check=False)
         if probe.returncode != 0:
             return "gcc does not take -march=native here"
-    if form == "native-avx2":
-        flags_line = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                           if ln.startswith("flags")), "") if Path("/proc/cpuinfo").is_file() \
-            else ""
-        if " avx2" not in flags_line:
-            return "this CPU has no AVX2"
+    need = {"native-avx2": ("avx2",), "native-avx512": ("avx512f", "avx512bw", "avx512vl")}
+    cpu = Path("/proc/cpuinfo")
+    flags_line = next((ln for ln in cpu.read_text().splitlines() if ln.startswith("flags")),
+                      "") if cpu.is_file() else ""
+    missing = [f for f in need.get(form, ()) if f" {f}" not in flags_line]
+    if missing:
+        return f"this CPU has no {', '.join(missing)}"
     return None
 
 

@@ -2,15 +2,16 @@
  * through ctypes, the same code a generated model inlines with literal shapes. */
 #include "pe_native_kernels.h"
 
-void pe_conv2d_s8_native(const pe_context *ctx, const int8_t *input, const int16_t *w16,
-                         const int8_t *filter, const int32_t *bias, const int32_t *rq,
+void pe_conv2d_s8_native(const pe_context *ctx, const int8_t *input, const int8_t *w8,
+                         const int32_t *corr, const int8_t *filter, const int32_t *bias,
+                         const int32_t *rq,
                          int8_t *output, int32_t batches, int32_t in_h, int32_t in_w,
                          int32_t in_c, int32_t out_h, int32_t out_w, int32_t out_c,
                          int32_t k_h, int32_t k_w, int32_t s_h, int32_t s_w, int32_t pad_h,
                          int32_t pad_w, int32_t d_h, int32_t d_w, int32_t input_offset,
                          int32_t out_offset, int32_t act_min, int32_t act_max)
 {
-    pe_nv_conv_s8(ctx, input, w16, filter, bias, rq, output, batches, in_h, in_w, in_c, out_h,
+    pe_nv_conv_s8(ctx, input, w8, corr, filter, bias, rq, output, batches, in_h, in_w, in_c, out_h,
                   out_w, out_c, k_h, k_w, s_h, s_w, pad_h, pad_w, d_h, d_w, input_offset,
                   out_offset, act_min, act_max);
 }
