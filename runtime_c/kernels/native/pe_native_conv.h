@@ -8,7 +8,9 @@
  * as a small matrix product over unsigned rows. Per output position p the kernel builds the
  * byte row u_p over (kh, kw, c): u = x + 128 (x ^ 0x80) for taps in the image and 128 - offset
  * for padding taps (TFLM skips those: they must add nothing; offset = -zp lies in
- * [-127, 128], so 128 - offset is a byte), four rows at a time in the scratch. Then
+ * [-127, 128], so 128 - offset is a byte), four rows at a time in the scratch (a pointwise
+ * layer over whole groups of four channels reads its rows from the input and flips the bytes
+ * as it reads them). Then
  *
  *   sum_k w (x + offset) = sum_k w u + (offset - 128) sum_k w       (exact modulo 2^32)
  *
@@ -107,12 +109,21 @@ PE_NV_KERNEL void pe_nv_im2col(const int8_t *PE_NV_RESTRICT image, uint8_t *PE_N
     }
 }
 
-#if defined(PE_NV_AVX2) && !defined(PE_NV_VNNI)
-/* four bytes zero-extended to int16, the eight bytes repeated over the vector */
-static inline int64_t pe_nv_quad16(const uint8_t *u)
+/* the four bytes of a row at ``p`` as one word, each x ^ 0x80 when ``flip`` (rows read from
+ * the input as they are: a pointwise layer's) */
+static inline uint32_t pe_nv_quad(const uint8_t *p, int32_t flip)
 {
-    return (int64_t)((uint64_t)u[0] | (uint64_t)u[1] << 16 | (uint64_t)u[2] << 32 |
-                     (uint64_t)u[3] << 48);
+    uint32_t q;
+    memcpy(&q, p, sizeof q);
+    return flip ? q ^ 0x80808080u : q;
+}
+
+#if defined(PE_NV_AVX2) && !defined(PE_NV_VNNI)
+/* the four bytes of a word zero-extended to int16 (the eight bytes repeated over a vector) */
+static inline int64_t pe_nv_quad16(uint32_t q)
+{
+    return (int64_t)((uint64_t)(q & 0xFFu) | (uint64_t)(q >> 8 & 0xFFu) << 16 |
+                     (uint64_t)(q >> 16 & 0xFFu) << 32 | (uint64_t)(q >> 24) << 48);
 }
 #endif
 
@@ -123,7 +134,7 @@ static inline int64_t pe_nv_quad16(const uint8_t *u)
  * that the sums stay in registers. */
 PE_NV_KERNEL void pe_nv_dot_tile(const uint8_t *PE_NV_RESTRICT rows, int32_t rstep,
                                  const int32_t nt, const int8_t *PE_NV_RESTRICT w,
-                                 int32_t wstep, const int32_t nb, int32_t k4,
+                                 int32_t wstep, const int32_t nb, int32_t k4, int32_t flip,
                                  const int32_t *init, int32_t acc[PE_NV_ROWS][2 * PE_NV_LANES])
 {
     int32_t t, b, j;
@@ -145,10 +156,8 @@ PE_NV_KERNEL void pe_nv_dot_tile(const uint8_t *PE_NV_RESTRICT rows, int32_t rst
         }
         PE_NV_UNROLL
         for (t = 0; t < nt; ++t) {
-            int32_t quad;
-            __m512i x;
-            memcpy(&quad, rows + t * rstep + 4 * j, sizeof quad);
-            x = _mm512_set1_epi32(quad);
+            const __m512i x = _mm512_set1_epi32((int32_t)pe_nv_quad(rows + t * rstep + 4 * j,
+                                                                    flip));
             PE_NV_UNROLL
             for (b = 0; b < nb; ++b) {
                 s[t][b] = _mm512_dpbusd_epi32(s[t][b], x, wv[b]);
@@ -185,7 +194,8 @@ PE_NV_KERNEL void pe_nv_dot_tile(const uint8_t *PE_NV_RESTRICT rows, int32_t rst
         }
         PE_NV_UNROLL
         for (t = 0; t < nt; ++t) {
-            const __m512i x = _mm512_set1_epi64(pe_nv_quad16(rows + t * rstep + 4 * j));
+            const __m512i x = _mm512_set1_epi64(
+                pe_nv_quad16(pe_nv_quad(rows + t * rstep + 4 * j, flip)));
             PE_NV_UNROLL
             for (b = 0; b < nb; ++b) {
                 s[t][b][0] = _mm512_add_epi32(s[t][b][0], _mm512_madd_epi16(x, wv[b][0]));
@@ -224,8 +234,10 @@ PE_NV_KERNEL void pe_nv_dot_tile(const uint8_t *PE_NV_RESTRICT rows, int32_t rst
             }
             for (j = 0; j < k4; ++j) {
                 __m256i x[2];
-                x[0] = _mm256_set1_epi64x(pe_nv_quad16(rows + t0 * rstep + 4 * j));
-                x[1] = n2 > 1 ? _mm256_set1_epi64x(pe_nv_quad16(rows + (t0 + 1) * rstep + 4 * j))
+                x[0] = _mm256_set1_epi64x(pe_nv_quad16(pe_nv_quad(rows + t0 * rstep + 4 * j,
+                                                                  flip)));
+                x[1] = n2 > 1 ? _mm256_set1_epi64x(pe_nv_quad16(pe_nv_quad(
+                                    rows + (t0 + 1) * rstep + 4 * j, flip)))
                               : x[0];
                 PE_NV_UNROLL
                 for (q = 0; q < 4; ++q) {
@@ -262,9 +274,11 @@ PE_NV_KERNEL void pe_nv_dot_tile(const uint8_t *PE_NV_RESTRICT rows, int32_t rst
                 s[l] = (uint32_t)init[b * PE_NV_LANES + l];
             }
             for (j = 0; j < k4; ++j) {
+                const uint32_t q = pe_nv_quad(x + 4 * j, flip);
                 for (l = 0; l < PE_NV_LANES; ++l) {
                     for (i = 0; i < 4; ++i) {
-                        s[l] += (uint32_t)((int32_t)x[4 * j + i] * wb[64 * j + 4 * l + i]);
+                        s[l] += (uint32_t)((int32_t)(q >> (8 * i) & 0xFFu) *
+                                           wb[64 * j + 4 * l + i]);
                     }
                 }
             }
@@ -279,17 +293,17 @@ PE_NV_KERNEL void pe_nv_dot_tile(const uint8_t *PE_NV_RESTRICT rows, int32_t rst
 /* pe_nv_dot_tile with the whole tiles' counts as literals */
 PE_NV_KERNEL void pe_nv_dot(const uint8_t *PE_NV_RESTRICT rows, int32_t rstep, int32_t nt,
                             const int8_t *PE_NV_RESTRICT w, int32_t wstep, int32_t nb,
-                            int32_t k4, const int32_t *init,
+                            int32_t k4, int32_t flip, const int32_t *init,
                             int32_t acc[PE_NV_ROWS][2 * PE_NV_LANES])
 {
     if (nt == PE_NV_ROWS && nb == 2) {
-        pe_nv_dot_tile(rows, rstep, PE_NV_ROWS, w, wstep, 2, k4, init, acc);
+        pe_nv_dot_tile(rows, rstep, PE_NV_ROWS, w, wstep, 2, k4, flip, init, acc);
     } else if (nt == PE_NV_ROWS) {
-        pe_nv_dot_tile(rows, rstep, PE_NV_ROWS, w, wstep, 1, k4, init, acc);
+        pe_nv_dot_tile(rows, rstep, PE_NV_ROWS, w, wstep, 1, k4, flip, init, acc);
     } else if (nt == 1) {
-        pe_nv_dot_tile(rows, rstep, 1, w, wstep, nb, k4, init, acc);
+        pe_nv_dot_tile(rows, rstep, 1, w, wstep, nb, k4, flip, init, acc);
     } else {
-        pe_nv_dot_tile(rows, rstep, nt, w, wstep, nb, k4, init, acc);
+        pe_nv_dot_tile(rows, rstep, nt, w, wstep, nb, k4, flip, init, acc);
     }
 }
 
@@ -470,6 +484,9 @@ PE_NV_KERNEL void pe_nv_conv_s8(const pe_context *ctx, const int8_t *input, cons
     const int32_t rstep = 4 * k4;
     const int32_t wstep = k4 * 64;
     const uint8_t pad = (uint8_t)(128 - input_offset);
+    /* a pointwise layer over whole quads reads its rows from the input as they are */
+    const int32_t direct = k_h == 1 && k_w == 1 && s_h == 1 && s_w == 1 && pad_h == 0 &&
+                           pad_w == 0 && in_c % 4 == 0 && out_h == in_h && out_w == in_w;
     uint8_t *rows = (uint8_t *)ctx->buf;
     int32_t *init = (int32_t *)(void *)(rows + PE_NV_ROWS * rstep);
     int32_t acc[PE_NV_ROWS][2 * PE_NV_LANES];
@@ -488,7 +505,9 @@ PE_NV_KERNEL void pe_nv_conv_s8(const pe_context *ctx, const int8_t *input, cons
         int8_t *out_image = output + n * positions * out_c;
         for (p0 = 0; p0 < positions; p0 += PE_NV_ROWS) {
             const int32_t nt = positions - p0 < PE_NV_ROWS ? positions - p0 : PE_NV_ROWS;
-            for (t = 0; t < nt; ++t) {
+            const uint8_t *tile = direct ? (const uint8_t *)(const void *)(image + p0 * in_c)
+                                         : rows;
+            for (t = 0; !direct && t < nt; ++t) {
                 const int32_t oy = (p0 + t) / out_w;
                 const int32_t ox = (p0 + t) % out_w;
                 pe_nv_im2col(image, rows + t * rstep, in_h, in_w, in_c, k_h, k_w,
@@ -496,7 +515,7 @@ PE_NV_KERNEL void pe_nv_conv_s8(const pe_context *ctx, const int8_t *input, cons
             }
             for (b = 0; b < blocks; b += 2) {
                 const int32_t nb = blocks - b >= 2 ? 2 : 1;
-                pe_nv_dot(rows, rstep, nt, w8 + b * wstep, wstep, nb, k4,
+                pe_nv_dot(tile, rstep, nt, w8 + b * wstep, wstep, nb, k4, direct,
                           init + b * PE_NV_LANES, acc);
                 for (t = 0; t < nt; ++t) {
                     int32_t i;
