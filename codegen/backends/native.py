@@ -107,10 +107,15 @@ def conv_scratch(k: int, out_c: int, packed: bool) -> int:
     return ROWS * k4 * 4 + _blocks(out_c) * LANES * 4 + (0 if packed else _blocks(out_c) * k4 * 64)
 
 
-def depthwise_scratch(taps: int, channels: int, packed: bool) -> int:
+def depthwise_flat(channels: int, s_w: int, d_w: int) -> bool:
+    """pe_nv_dw_flat of pe_native_dw.h: rows run 16 / channels positions at a time."""
+    return channels < LANES and LANES % channels == 0 and s_w == 1 and d_w == 1
+
+
+def depthwise_scratch(taps: int, channels: int, packed: bool, flat: bool = False) -> int:
     """pe_nv_dw_scratch of pe_native_dw.h."""
     cp = _blocks(channels) * LANES
-    return cp * 4 + (0 if packed else taps * cp * 4)
+    return cp * 4 + (0 if packed else taps * cp * 4) + ((taps + 4) * LANES * 4 if flat else 0)
 
 
 def _i32(**values: int) -> list[tuple[str, ScalarArg]]:
@@ -250,7 +255,8 @@ def _depthwise_conv2d(graph: Graph, op: Op, batch: int, target: Target) -> Kerne
                   input_offset=p["input_offset"], out_offset=out_off, act_min=act["min"],
                   act_max=act["max"])]
     return replace(ref, kernel="pe_depthwise_conv2d_s8_native", args=tuple(args),
-                   scratch_bytes=depthwise_scratch(k_h * k_w, chans, frozen is not None))
+                   scratch_bytes=depthwise_scratch(k_h * k_w, chans, frozen is not None,
+                                                   depthwise_flat(chans, st["w"], dil["w"])))
 
 
 def _add(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:

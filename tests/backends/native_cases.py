@@ -32,6 +32,18 @@ def conv_wide(rng: Rng) -> Case:
                         (1, 1), (1, 1), pads)
 
 
+def dw_flat(rng: Rng) -> Case:
+    """Fewer than sixteen channels (a divisor of 16) with stride 1 along the width: positions
+    run several to a vector; widths around the window's, every padding."""
+    c = int(rng.choice([1, 2, 4, 8]))
+    k = (int(rng.choice([1, 3, 5])), int(rng.choice([1, 3, 5])))
+    shape = (1, int(rng.integers(k[0], k[0] + 6)), int(rng.integers(k[1], k[1] + 12)), c)
+    pads = (int(rng.integers(0, k[0])), int(rng.integers(0, k[0])),
+            int(rng.integers(0, k[1])), int(rng.integers(0, k[1])))
+    stride = (int(rng.integers(1, 3)), 1)
+    return depthwise_conv2d_graph(rng, "int8", shape, 1, k, stride, (1, 1), pads)
+
+
 def dw_wide(rng: Rng) -> Case:
     c = int(rng.choice([16, 17, 31, 48]))
     shape = (1, int(rng.integers(3, 8)), int(rng.integers(3, 8)), c)
@@ -48,8 +60,8 @@ def _mutable(graph: Graph) -> Graph:
 
 FAMILIES = {
     "conv2d": [(0.5, lambda rng: arm_cases.case("conv2d", rng)), (0.5, conv_wide)],
-    "depthwise_conv2d": [(0.6, lambda rng: arm_cases.case("depthwise_conv2d", rng)),
-                         (0.4, dw_wide)],
+    "depthwise_conv2d": [(0.45, lambda rng: arm_cases.case("depthwise_conv2d", rng)),
+                         (0.3, dw_wide), (0.25, dw_flat)],
     "fully_connected": [(1.0, lambda rng: arm_cases.case("fully_connected", rng))],
     "add": [(1.0, lambda rng: arm_cases.case("add", rng))],
     "avg_pool2d": [(1.0, lambda rng: cmsis_cases.case("avg_pool2d", rng))],
@@ -83,7 +95,9 @@ def path(graph: Graph, batch: int) -> str:
                                                  else "w32"), native.NullArg) else "runtime"
     lit = {n: int(a.value) for n, a in call.args if isinstance(a, native.ScalarArg)}
     if op.type == "depthwise_conv2d":
-        return f"dw-{packed}" + ("-tail" if lit["channels"] % native.LANES else "")
+        flat = native.depthwise_flat(lit["channels"], lit["s_w"], lit["d_w"])
+        return f"dw-{packed}" + ("-flat" if flat else "-tail" if lit["channels"] % native.LANES
+                                 else "")
     positions = lit["batches"] * lit["out_h"] * lit["out_w"]
     return "-".join(filter(None, [
         "conv", packed, "rows-tail" if positions % native.ROWS else "rows-whole",

@@ -11,18 +11,30 @@
  * pack_depthwise), at compile time for weights nothing changes and in the scratch at every
  * call for weights training changes.
  *
- * Scratch (pe_nv_dw_scratch): the bias padded to whole blocks (blocks * 16 int32), then, for
- * weights packed at run time, taps * blocks * 16 int32.
+ * Layers of fewer than sixteen channels (1, 2, 4 or 8) with stride and dilation 1 along the
+ * width run the positions of a row whose taps all lie in the image sixteen values at a time:
+ * 16 / channels neighbouring positions, whose input values at a tap are neighbours too; the
+ * weights, sums' start and requantization words repeat per position (built at each call).
+ *
+ * Scratch (pe_nv_dw_scratch): the bias padded to whole blocks (blocks * 16 int32); for weights
+ * packed at run time, taps * blocks * 16 int32; for the flat rows, (taps + 4) * 16 int32.
  */
 #ifndef PE_NATIVE_DW_H
 #define PE_NATIVE_DW_H
 
 #include "pe_native.h"
 
-static inline int32_t pe_nv_dw_scratch(int32_t taps, int32_t channels, int32_t packed)
+/* whether a layer's rows run flat (see above) */
+static inline int32_t pe_nv_dw_flat(int32_t channels, int32_t s_w, int32_t d_w)
+{
+    return channels < PE_NV_LANES && PE_NV_LANES % channels == 0 && s_w == 1 && d_w == 1;
+}
+
+static inline int32_t pe_nv_dw_scratch(int32_t taps, int32_t channels, int32_t packed,
+                                       int32_t flat)
 {
     const int32_t cp = (channels + PE_NV_LANES - 1) / PE_NV_LANES * PE_NV_LANES;
-    return cp * 4 + (packed ? 0 : taps * cp * 4);
+    return cp * 4 + (packed ? 0 : taps * cp * 4) + (flat ? (taps + 4) * PE_NV_LANES * 4 : 0);
 }
 
 /* acc[l] = init[l] + sum over the taps (ky0..ky1) x (kx0..kx1) of w[tap][l] * (x[tap][l] +
@@ -113,6 +125,84 @@ PE_NV_KERNEL void pe_nv_pack_depthwise(const int8_t *PE_NV_RESTRICT filter,
     }
 }
 
+/* one output position, every block of channels (``init``, ``w32``, ``rq`` as the layer's) */
+PE_NV_KERNEL void pe_nv_dw_position(const int8_t *image, const int32_t *init, const int32_t *w32,
+                                    const int32_t *rq, int8_t *out, int32_t in_h, int32_t in_w,
+                                    int32_t channels, int32_t k_h, int32_t k_w, int32_t iy0,
+                                    int32_t ix0, int32_t d_h, int32_t d_w, int32_t input_offset,
+                                    int32_t out_offset, int32_t act_min, int32_t act_max)
+{
+    const int32_t cp = (channels + PE_NV_LANES - 1) / PE_NV_LANES * PE_NV_LANES;
+    /* the taps in the image: rows ky0..ky1, columns kx0..kx1 (dilated) */
+    const int32_t ky0 = iy0 >= 0 ? 0 : (-iy0 + d_h - 1) / d_h;
+    const int32_t ky1 = in_h - iy0 >= (k_h - 1) * d_h + 1 ? k_h : (in_h - iy0 + d_h - 1) / d_h;
+    const int32_t kx0 = ix0 >= 0 ? 0 : (-ix0 + d_w - 1) / d_w;
+    const int32_t kx1 = in_w - ix0 >= (k_w - 1) * d_w + 1 ? k_w : (in_w - ix0 + d_w - 1) / d_w;
+    int32_t acc[PE_NV_LANES];
+    int32_t c0;
+    for (c0 = 0; c0 < channels; c0 += PE_NV_LANES) {
+        const int32_t count = channels - c0 < PE_NV_LANES ? channels - c0 : PE_NV_LANES;
+        pe_nv_dw_taps(image + ((iy0 + ky0 * d_h) * in_w + ix0 + kx0 * d_w) * channels + c0,
+                      d_h * in_w * channels, d_w * channels, w32 + c0, k_w * cp, cp, ky0, ky1,
+                      kx0, kx1, input_offset, count, init + c0, acc);
+        pe_nv_requant16(acc, rq + c0 / PE_NV_LANES * PE_NV_RQ_BLOCK, out_offset, act_min,
+                        act_max, out + c0, count);
+    }
+}
+
+/* the rows of a flat layer (stride and dilation 1 along the width, channels | 16): positions
+ * whose taps all lie in the row's width 16 / channels at a time over the repeated ``fw``,
+ * ``finit``, ``frq``; the rest one by one */
+PE_NV_KERNEL void pe_nv_dw_rows_flat(const int8_t *input, const int32_t *fw, const int32_t *finit,
+                                     const int32_t *frq, const int32_t *init, const int32_t *w32,
+                                     const int32_t *rq, int8_t *output, int32_t batches,
+                                     int32_t in_h, int32_t in_w, int32_t channels, int32_t out_h,
+                                     int32_t out_w, int32_t k_h, int32_t k_w, int32_t s_h,
+                                     int32_t pad_h, int32_t pad_w, int32_t d_h,
+                                     int32_t input_offset, int32_t out_offset, int32_t act_min,
+                                     int32_t act_max)
+{
+    const int32_t per = PE_NV_LANES / channels;
+    /* positions ox with every tap in the width: pad_w <= ox <= in_w - k_w + pad_w */
+    const int32_t first = pad_w < out_w ? pad_w : out_w;
+    const int32_t last = in_w - k_w + pad_w < out_w - 1 ? in_w - k_w + pad_w : out_w - 1;
+    int32_t n, oy, ox;
+    int32_t acc[PE_NV_LANES];
+    for (n = 0; n < batches; ++n) {
+        const int8_t *image = input + n * in_h * in_w * channels;
+        for (oy = 0; oy < out_h; ++oy) {
+            const int32_t iy0 = oy * s_h - pad_h;
+            const int32_t ky0 = iy0 >= 0 ? 0 : (-iy0 + d_h - 1) / d_h;
+            const int32_t ky1 = in_h - iy0 >= (k_h - 1) * d_h + 1 ? k_h
+                                : (in_h - iy0 + d_h - 1) / d_h;
+            int8_t *out_row = output + (n * out_h + oy) * out_w * channels;
+            ox = 0;
+            for (; ox < out_w && ox < first; ++ox) {
+                pe_nv_dw_position(image, init, w32, rq, out_row + ox * channels, in_h, in_w,
+                                  channels, k_h, k_w, iy0, ox - pad_w, d_h, 1, input_offset,
+                                  out_offset, act_min, act_max);
+            }
+            for (; ox <= last; ox += per) {
+                const int32_t m = last + 1 - ox < per ? last + 1 - ox : per;
+                pe_nv_dw_taps(image + ((iy0 + ky0 * d_h) * in_w + ox - pad_w) * channels,
+                              d_h * in_w * channels, channels, fw, k_w * PE_NV_LANES,
+                              PE_NV_LANES, ky0, ky1, 0, k_w, input_offset, m * channels, finit,
+                              acc);
+                pe_nv_requant16(acc, frq, out_offset, act_min, act_max,
+                                out_row + ox * channels, m * channels);
+            }
+            if (last >= first) {
+                ox = last + 1;
+            }
+            for (; ox < out_w; ++ox) {
+                pe_nv_dw_position(image, init, w32, rq, out_row + ox * channels, in_h, in_w,
+                                  channels, k_h, k_w, iy0, ox - pad_w, d_h, 1, input_offset,
+                                  out_offset, act_min, act_max);
+            }
+        }
+    }
+}
+
 /* The layer: ``w32`` the packed weights (NULL: ``filter`` packed into the scratch first),
  * ``bias`` (channels int32 or NULL), ``rq`` the requantization words per block of sixteen
  * channels, out_offset the output zero point (0 when folded into rq). */
@@ -126,7 +216,6 @@ PE_NV_KERNEL void pe_nv_dw_s8(const pe_context *ctx, const int8_t *input, const 
 {
     const int32_t cp = (channels + PE_NV_LANES - 1) / PE_NV_LANES * PE_NV_LANES;
     int32_t *init = (int32_t *)ctx->buf;
-    int32_t acc[PE_NV_LANES];
     int32_t n, oy, ox, c0;
     for (c0 = 0; c0 < cp; ++c0) {
         init[c0] = bias != 0 && c0 < channels ? bias[c0] : 0;
@@ -136,30 +225,38 @@ PE_NV_KERNEL void pe_nv_dw_s8(const pe_context *ctx, const int8_t *input, const 
         pe_nv_pack_depthwise(filter, packed, k_h * k_w, channels);
         w32 = packed;
     }
+    if (pe_nv_dw_flat(channels, s_w, d_w)) {
+        /* the repeated weights, sums' start and words of the flat rows */
+        const int32_t taps = k_h * k_w;
+        int32_t *fw = init + cp + (w32 == init + cp ? taps * cp : 0);
+        int32_t *finit = fw + taps * PE_NV_LANES;
+        int32_t *frq = finit + PE_NV_LANES;
+        int32_t t, l, r;
+        for (t = 0; t < taps; ++t) {
+            for (l = 0; l < PE_NV_LANES; ++l) {
+                fw[t * PE_NV_LANES + l] = w32[t * cp + l % channels];
+            }
+        }
+        for (l = 0; l < PE_NV_LANES; ++l) {
+            finit[l] = init[l % channels];
+            for (r = 0; r < 3; ++r) {
+                frq[r * PE_NV_LANES + l] = rq[r * PE_NV_LANES + l % channels];
+            }
+        }
+        pe_nv_dw_rows_flat(input, fw, finit, frq, init, w32, rq, output, batches, in_h, in_w,
+                           channels, out_h, out_w, k_h, k_w, s_h, pad_h, pad_w, d_h,
+                           input_offset, out_offset, act_min, act_max);
+        return;
+    }
     for (n = 0; n < batches; ++n) {
         const int8_t *image = input + n * in_h * in_w * channels;
         for (oy = 0; oy < out_h; ++oy) {
             const int32_t iy0 = oy * s_h - pad_h;
             for (ox = 0; ox < out_w; ++ox) {
-                const int32_t ix0 = ox * s_w - pad_w;
-                int8_t *out = output + ((n * out_h + oy) * out_w + ox) * channels;
-                /* the taps in the image: rows ky0..ky1, columns kx0..kx1 (dilated) */
-                const int32_t ky0 = iy0 >= 0 ? 0 : (-iy0 + d_h - 1) / d_h;
-                const int32_t ky1 = in_h - iy0 >= (k_h - 1) * d_h + 1
-                                    ? k_h : (in_h - iy0 + d_h - 1) / d_h;
-                const int32_t kx0 = ix0 >= 0 ? 0 : (-ix0 + d_w - 1) / d_w;
-                const int32_t kx1 = in_w - ix0 >= (k_w - 1) * d_w + 1
-                                    ? k_w : (in_w - ix0 + d_w - 1) / d_w;
-                for (c0 = 0; c0 < channels; c0 += PE_NV_LANES) {
-                    const int32_t count = channels - c0 < PE_NV_LANES ? channels - c0
-                                                                      : PE_NV_LANES;
-                    pe_nv_dw_taps(image + ((iy0 + ky0 * d_h) * in_w + ix0 + kx0 * d_w) *
-                                  channels + c0, d_h * in_w * channels, d_w * channels,
-                                  w32 + c0, k_w * cp, cp, ky0, ky1, kx0, kx1, input_offset,
-                                  count, init + c0, acc);
-                    pe_nv_requant16(acc, rq + c0 / PE_NV_LANES * PE_NV_RQ_BLOCK, out_offset,
-                                    act_min, act_max, out + c0, count);
-                }
+                pe_nv_dw_position(image, init, w32, rq, output + ((n * out_h + oy) * out_w + ox) *
+                                  channels, in_h, in_w, channels, k_h, k_w, iy0,
+                                  ox * s_w - pad_w, d_h, d_w, input_offset, out_offset, act_min,
+                                  act_max);
             }
         }
     }
