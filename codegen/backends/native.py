@@ -41,6 +41,7 @@ from .kernel_call import Arg, ArrayArg, ConstArray, KernelCall, NullArg, ScalarA
 from .native_train import TRAIN_BUILDERS
 from .params import OpArgs, int32_array, mutable_tensors
 from .ref_args import forward_call, same_dims_call
+from .train_args import train_kernel_call
 
 LANES = 16                         # PE_NV_LANES in native/pe_native.h
 ROWS = 4                           # PE_NV_ROWS in native/pe_native_conv.h
@@ -318,8 +319,71 @@ def _body(builder: Builder) -> Builder:
     return build
 
 
+# -- fp32 backward (pe_native_grad.c: ref's signatures, ref's name plus "_native") ---------------
+DW_GRAD_TAPS = 64                  # PE_NV_DW_TAPS in native/pe_native_grad.c
+
+
+def _dims(call: KernelCall, name: str) -> dict:
+    return call.arg(name).value.values
+
+
+def _count(d: dict, *keys: str) -> int:
+    return int(np.prod([int(d[k]) for k in keys], dtype=np.int64))
+
+
+def _grad(scratch) -> Builder:
+    """A builder for an fp32 training kernel of pe_native_grad.c: ref's record under the name
+    plus "_native" with ``scratch(ref) -> bytes | None`` (None: not this configuration)."""
+    def build(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+        ref = train_kernel_call(graph, op, batch)
+        if not ref.kernel.endswith("_f32") and ref.kernel not in ("pe_act_mask_s8",
+                                                                  "pe_sgd_update_f32_s8"):
+            return None                          # the int8 backward's kernels: ref
+        need = scratch(ref)
+        if need is None:
+            return None
+        return replace(ref, kernel=ref.kernel + "_native", scratch_bytes=int(need))
+    return build
+
+
+def _conv_grad_input_scratch(ref: KernelCall) -> int | None:
+    f, dx = _dims(ref, "filter_dims"), _dims(ref, "dx_dims")
+    if int(f["c"]) != int(dx["c"]):
+        return None                               # grouped: ref
+    return _count(f, "n", "h", "w", "c") * 4      # w_r
+
+
+def _dw_grad_input_scratch(ref: KernelCall) -> int | None:
+    p, f = ref.arg("params").value.values, _dims(ref, "filter_dims")
+    if int(p["ch_mult"]) != 1 or int(f["h"]) * int(f["w"]) > DW_GRAD_TAPS:
+        return None
+    return _count(f, "h", "w", "c") * 4
+
+
+def _conv_grad_weight_scratch(ref: KernelCall) -> int | None:
+    x, dy, dw = _dims(ref, "x_dims"), _dims(ref, "dy_dims"), _dims(ref, "dw_dims")
+    if int(dw["c"]) != int(x["c"]):
+        return None                               # grouped: ref
+    return (_count(x, "n", "h", "w", "c") + _count(dy, "n", "h", "w") * 4) * 4
+
+
+GRAD_BUILDERS: dict[str, Builder] = {
+    "conv2d_grad_input": _grad(_conv_grad_input_scratch),
+    "fully_connected_grad_input": _grad(lambda r: _count(_dims(r, "filter_dims"), "n", "c") * 4),
+    "depthwise_conv2d_grad_input": _grad(_dw_grad_input_scratch),
+    "conv2d_grad_weight": _grad(_conv_grad_weight_scratch),
+    "fully_connected_grad_weight": _grad(lambda r: _count(_dims(r, "x_dims"), "n", "c") * 4),
+    "bias_grad": _grad(lambda r: 0),
+    "mask_grad": _grad(lambda r: 0),
+    "act_mask": _grad(lambda r: 0),
+    "grad_add": _grad(lambda r: 0),
+    "avg_pool2d_grad": _grad(lambda r: _count(_dims(r, "dy_dims"), "n", "h", "w", "c") * 4),
+    # int8 weights (int32 biases: ref, a few values a channel)
+    "sgd_update": _grad(lambda r: 0 if r.kernel == "pe_sgd_update_f32_s8" else None),
+}
+
 BUILDERS: dict[str, Builder] = {**{k: _body(b) for k, b in OUT_OF_LINE.items()},
-                                **TRAIN_BUILDERS}
+                                **TRAIN_BUILDERS, **GRAD_BUILDERS}
 
 NATIVE = Backend(
     name="native",

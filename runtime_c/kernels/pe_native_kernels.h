@@ -59,6 +59,56 @@ void pe_avg_pool2d_s8_native(const int8_t *input, int8_t *output, int32_t batche
 void pe_add_s8_native(const int32_t *tables, const int32_t *rq, const int8_t *input1,
                       const int8_t *input2, int8_t *output, int32_t size, int32_t out_offset,
                       int32_t act_min, int32_t act_max);
+/* fp32 backward (pe_native_grad.c): pe_train_kernels.h's signatures and arguments. Input
+ * gradients of convolutions with one group and of FC (scratch: the weights dequantised,
+ * out_c * k float32), of depthwise convolutions (multiplier 1, at most 64 taps; the weights,
+ * taps * c float32); weight gradients of convolutions with one group (the input dequantised
+ * and the trained channels' gradients gathered: (n h w c + positions * 4) float32) and of FC
+ * (the input, rows * depth float32); bias gradients, masks, masked gradients, gradient sums,
+ * average-pooling gradients (the quotients dy / count, one float32 per dy value), and the fp32
+ * SGD of int8 weights. */
+void pe_conv2d_grad_input_f32_native(const pe_context *ctx, const pe_conv_grad_params *params,
+                                     const float *filter_scale, const pe_dims *dy_dims,
+                                     const float *dy, const pe_dims *filter_dims,
+                                     const int8_t *filter, const pe_dims *dx_dims, float *dx);
+void pe_fully_connected_grad_input_f32_native(const pe_context *ctx, const float *filter_scale,
+                                              const pe_dims *dy_dims, const float *dy,
+                                              const pe_dims *filter_dims, const int8_t *filter,
+                                              const pe_dims *dx_dims, float *dx);
+void pe_depthwise_conv2d_grad_input_f32_native(const pe_context *ctx,
+                                               const pe_dw_conv_grad_params *params,
+                                               const float *filter_scale,
+                                               const pe_dims *dy_dims, const float *dy,
+                                               const pe_dims *filter_dims,
+                                               const int8_t *filter, const pe_dims *dx_dims,
+                                               float *dx);
+void pe_conv2d_grad_weight_f32_native(const pe_context *ctx,
+                                      const pe_conv_grad_weight_params_f32 *params,
+                                      const int32_t *channels, const pe_dims *x_dims,
+                                      const int8_t *x, const pe_dims *dy_dims, const float *dy,
+                                      const pe_dims *dw_dims, float *dw);
+void pe_fully_connected_grad_weight_f32_native(const pe_context *ctx,
+                                               const pe_fc_grad_weight_params_f32 *params,
+                                               const int32_t *channels, const pe_dims *x_dims,
+                                               const int8_t *x, const pe_dims *dy_dims,
+                                               const float *dy, const pe_dims *dw_dims,
+                                               float *dw);
+void pe_bias_grad_f32_native(int32_t num_rows, int32_t row_size, const float *dy, float *db);
+void pe_mask_grad_f32_native(int32_t size, const float *dy, const uint8_t *mask, float *dx);
+void pe_act_mask_s8_native(const pe_activation *params, int32_t size, const int8_t *y,
+                           uint8_t *mask);
+void pe_grad_add_f32_native(int32_t size, const float *g1, const float *g2, float *g);
+void pe_avg_pool2d_grad_f32_native(const pe_context *ctx, const pe_pool_grad_params *params,
+                                   const pe_dims *dy_dims, const float *dy,
+                                   const pe_dims *filter_dims, const pe_dims *dx_dims,
+                                   float *dx);
+/* fp32 SGD on an int8 weight (every case of pe_sgd_update_f32_s8: momentum, master copy,
+ * accumulation) along the trained channels' values */
+void pe_sgd_update_f32_s8_native(const pe_sgd_params_f32 *params, const pe_update_dims *dims,
+                                 const int32_t *channels, int8_t *param, const float *grad,
+                                 const float *qas, float *buf1, float *master, const float *lr,
+                                 float *accum, const int32_t *step, int32_t *saturated);
+
 /* which code path the kernels were compiled for: "avx512-vnni", "avx512", "avx2", "portable" */
 const char *pe_native_path(void);
 

@@ -88,7 +88,7 @@ static inline void pe_nv_store_f32(float *p, pe_nv_f32 v)
 /* every lane x (bit for bit: -0.0 and NaN payloads kept) */
 static inline pe_nv_f32 pe_nv_splat_f32(float x)
 {
-    pe_nv_f32 v;
+    pe_nv_f32 v = {0.0f};
     int i;
     for (i = 0; i < PE_NV_F32; ++i) {
         v[i] = x;
