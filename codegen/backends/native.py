@@ -336,8 +336,8 @@ def _grad(scratch) -> Builder:
     plus "_native" with ``scratch(ref) -> bytes | None`` (None: not this configuration)."""
     def build(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
         ref = train_kernel_call(graph, op, batch)
-        if not ref.kernel.endswith("_f32") and ref.kernel not in ("pe_act_mask_s8",
-                                                                  "pe_sgd_update_f32_s8"):
+        if not ref.kernel.endswith("_f32") and ref.kernel not in (
+                "pe_act_mask_s8", "pe_sgd_update_f32_s8", "pe_sgd_update_f32_s32"):
             return None                          # the int8 backward's kernels: ref
         need = scratch(ref)
         if need is None:
@@ -350,7 +350,8 @@ def _conv_grad_input_scratch(ref: KernelCall) -> int | None:
     f, dx = _dims(ref, "filter_dims"), _dims(ref, "dx_dims")
     if int(f["c"]) != int(dx["c"]):
         return None                               # grouped: ref
-    return _count(f, "n", "h", "w", "c") * 4      # w_r
+    # w_r, and four rows of dy over every tap (G)
+    return (_count(f, "n", "h", "w", "c") + 4 * _count(f, "h", "w", "n")) * 4
 
 
 def _dw_grad_input_scratch(ref: KernelCall) -> int | None:
@@ -378,8 +379,7 @@ GRAD_BUILDERS: dict[str, Builder] = {
     "act_mask": _grad(lambda r: 0),
     "grad_add": _grad(lambda r: 0),
     "avg_pool2d_grad": _grad(lambda r: _count(_dims(r, "dy_dims"), "n", "h", "w", "c") * 4),
-    # int8 weights (int32 biases: ref, a few values a channel)
-    "sgd_update": _grad(lambda r: 0 if r.kernel == "pe_sgd_update_f32_s8" else None),
+    "sgd_update": _grad(lambda r: 0),
 }
 
 BUILDERS: dict[str, Builder] = {**{k: _body(b) for k, b in OUT_OF_LINE.items()},

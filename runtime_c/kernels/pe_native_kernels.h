@@ -103,11 +103,15 @@ void pe_avg_pool2d_grad_f32_native(const pe_context *ctx, const pe_pool_grad_par
                                    const pe_dims *filter_dims, const pe_dims *dx_dims,
                                    float *dx);
 /* fp32 SGD on an int8 weight (every case of pe_sgd_update_f32_s8: momentum, master copy,
- * accumulation) along the trained channels' values */
+ * accumulation) along the trained channels' values, and on an int32 bias */
 void pe_sgd_update_f32_s8_native(const pe_sgd_params_f32 *params, const pe_update_dims *dims,
                                  const int32_t *channels, int8_t *param, const float *grad,
                                  const float *qas, float *buf1, float *master, const float *lr,
                                  float *accum, const int32_t *step, int32_t *saturated);
+void pe_sgd_update_f32_s32_native(const pe_sgd_params_f32 *params, const pe_update_dims *dims,
+                                  const int32_t *channels, int32_t *param, const float *grad,
+                                  const float *qas, float *buf1, float *master, const float *lr,
+                                  float *accum, const int32_t *step, int32_t *saturated);
 
 /* which code path the kernels were compiled for: "avx512-vnni", "avx512", "avx2", "portable" */
 const char *pe_native_path(void);

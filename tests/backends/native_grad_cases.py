@@ -175,7 +175,8 @@ FAMILIES: dict[str, list[tuple[float, Callable[[Rng], tc.Case]]]] = {
     "mask_grad": [(0.5, _general("mask_grad")), (0.5, _long("mask_grad"))],
     "bias_grad": [(0.5, _general("bias_grad")), (0.5, _long("bias_grad"))],
     "grad_add": [(0.5, _general("grad_add")), (0.5, _long("grad_add"))],
-    "sgd_update": [(0.5, _arm("sgd_update")), (0.5, _sgd_wide)],
+    "sgd_update": [(0.4, _arm("sgd_update")), (0.4, _sgd_wide),
+                   (0.2, _general("sgd_update"))],
 }
 
 

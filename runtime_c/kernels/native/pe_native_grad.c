@@ -187,49 +187,70 @@ void pe_conv2d_grad_input_f32_native(const pe_context *ctx, const pe_conv_grad_p
                                      const float *dy, const pe_dims *filter_dims,
                                      const int8_t *filter, const pe_dims *dx_dims, float *dx)
 {
+    /* dx[p][c] = sum over (kh, kw, o) ascending of dy[src(p, kh, kw)][o] * w_r[o][kh][kw][c].
+     * Pointwise: the product of the dy rows and w_r, four positions a tile. Stride 1: per tile
+     * of four positions the rows of dy for every tap one after another (G, zeros where a tap
+     * has no source: a term +0 * w_r, finite, leaves a sum from +0.0 as it is), times w_r in
+     * the order (kh, kw, o) (the scratch's layout), one product of taps * out_c terms. Other
+     * strides: tap by tap, positions with the same taps four at a time. */
     const int32_t out_h = dy_dims->h, out_w = dy_dims->w, out_c = dy_dims->c;
     const int32_t k_h = filter_dims->h, k_w = filter_dims->w, c_n = dx_dims->c;
     const int32_t in_h = dx_dims->h, in_w = dx_dims->w;
     const int32_t s_h = params->stride.h, s_w = params->stride.w;
     const int32_t p_h = params->padding.h, p_w = params->padding.w;
     const int32_t d_h = params->dilation.h, d_w = params->dilation.w;
-    const int32_t k = k_h * k_w * c_n;
-    float *wr = (float *)ctx->buf;
-    int32_t n, ih, iw, ky, kx;
-    pe_nv_dequant_rows(filter, filter_scale, out_c, k, wr);
-    if (k_h == 1 && k_w == 1 && s_h == 1 && s_w == 1 && p_h == 0 && p_w == 0 &&
-        out_h == in_h && out_w == in_w) {
-        /* pointwise: dx[p][c] = sum over o of dy[p][o] * w_r[o][c], four positions a tile */
-        const int32_t positions = dx_dims->n * in_h * in_w;
-        int32_t p0;
-        pe_nv_zero(dx, positions * c_n);
+    const int32_t taps = k_h * k_w;
+    const int32_t k = taps * c_n;
+    const int32_t positions = dx_dims->n * in_h * in_w;
+    float *wr = (float *)ctx->buf;                   /* [kh][kw][o][c] */
+    float *rows = wr + out_c * k;                    /* G: four rows of taps * out_c */
+    int32_t n, ih, iw, ky, kx, o, t, p0;
+    for (o = 0; o < out_c; ++o) {
+        for (t = 0; t < taps; ++t) {
+            pe_nv_dequant_rows(filter + (o * taps + t) * c_n, filter_scale + o, 1, c_n,
+                               wr + (t * out_c + o) * c_n);
+        }
+    }
+    pe_nv_zero(dx, positions * c_n);
+    if (taps == 1 && s_h == 1 && s_w == 1 && p_h == 0 && p_w == 0 && out_h == in_h &&
+        out_w == in_w) {
         for (p0 = 0; p0 < positions; p0 += PE_NV_T) {
             const int32_t nt = positions - p0 < PE_NV_T ? positions - p0 : PE_NV_T;
             pe_nv_gemm(dy + p0 * out_c, out_c, 1, nt, wr, c_n, c_n, out_c, dx + p0 * c_n, c_n);
         }
         return;
     }
-    for (n = 0; n < dx_dims->n; ++n) {
-        for (ih = 0; ih < in_h; ++ih) {
-            for (iw = 0; iw < in_w; iw += 1) {
-                /* positions iw .. iw + nt - 1 with the same taps, their sources one apart
-                 * (stride 1 along the width) */
-                int32_t nt = 1;
-                float *out = dx + ((n * in_h + ih) * in_w + iw) * c_n;
-                if (s_w == 1) {
-                    while (nt < PE_NV_T && iw + nt < in_w) {
-                        int32_t same = 1;
-                        for (kx = 0; kx < k_w && same; ++kx) {
-                            same = (pe_nv_tap(iw, kx, 1, p_w, d_w, out_w) < 0) ==
-                                   (pe_nv_tap(iw + nt, kx, 1, p_w, d_w, out_w) < 0);
+    if (s_h == 1 && s_w == 1) {
+        const int32_t q = taps * out_c;
+        for (p0 = 0; p0 < positions; p0 += PE_NV_T) {
+            const int32_t nt = positions - p0 < PE_NV_T ? positions - p0 : PE_NV_T;
+            for (t = 0; t < nt; ++t) {
+                const int32_t p = p0 + t;
+                const int32_t b = p / (in_h * in_w);
+                const int32_t y = p / in_w % in_h;
+                const int32_t x = p % in_w;
+                for (ky = 0; ky < k_h; ++ky) {
+                    const int32_t oy = pe_nv_tap(y, ky, 1, p_h, d_h, out_h);
+                    for (kx = 0; kx < k_w; ++kx) {
+                        const int32_t ox = oy < 0 ? -1 : pe_nv_tap(x, kx, 1, p_w, d_w, out_w);
+                        float *g = rows + t * q + (ky * k_w + kx) * out_c;
+                        if (ox < 0) {
+                            pe_nv_zero(g, out_c);
+                        } else {
+                            memcpy(g, dy + ((b * out_h + oy) * out_w + ox) * out_c,
+                                   (size_t)out_c * sizeof(float));
                         }
-                        if (!same) {
-                            break;
-                        }
-                        ++nt;
                     }
                 }
-                pe_nv_zero(out, nt * c_n);
+            }
+            pe_nv_gemm(rows, q, 1, nt, wr, c_n, c_n, q, dx + p0 * c_n, c_n);
+        }
+        return;
+    }
+    for (n = 0; n < dx_dims->n; ++n) {
+        for (ih = 0; ih < in_h; ++ih) {
+            for (iw = 0; iw < in_w; ++iw) {
+                float *out = dx + ((n * in_h + ih) * in_w + iw) * c_n;
                 for (ky = 0; ky < k_h; ++ky) {
                     const int32_t oy = pe_nv_tap(ih, ky, s_h, p_h, d_h, out_h);
                     if (oy < 0) {
@@ -240,11 +261,11 @@ void pe_conv2d_grad_input_f32_native(const pe_context *ctx, const pe_conv_grad_p
                         if (ox < 0) {
                             continue;
                         }
-                        pe_nv_gemm(dy + ((n * out_h + oy) * out_w + ox) * out_c, out_c, 1, nt,
-                                   wr + (ky * k_w + kx) * c_n, k, c_n, out_c, out, c_n);
+                        pe_nv_gemm(dy + ((n * out_h + oy) * out_w + ox) * out_c, out_c, 1, 1,
+                                   wr + (ky * k_w + kx) * out_c * c_n, c_n, c_n, out_c, out,
+                                   c_n);
                     }
                 }
-                iw += nt - 1;
             }
         }
     }
@@ -358,8 +379,9 @@ void pe_conv2d_grad_weight_f32_native(const pe_context *ctx,
                                       const pe_dims *dw_dims, float *dw)
 {
     /* one group: dw[j][kh][kw][c] = sum over (n, oh, ow) ascending of dy[p][o_j] * x_r[src][c]:
-     * four trained channels a tile, their gradients gathered (dyt[p][t]); per tap and output
-     * row the sources of the positions lie stride * c_n apart in x_r */
+     * four trained channels a tile, their gradients read from dy (every channel trains) or
+     * gathered (dyt[p][t]); per tap and output row the sources of the positions lie
+     * stride * c_n apart in x_r */
     const int32_t in_h = x_dims->h, in_w = x_dims->w, c_n = x_dims->c;
     const int32_t out_h = dy_dims->h, out_w = dy_dims->w, out_c = dy_dims->c;
     const int32_t k_h = dw_dims->h, k_w = dw_dims->w, count = dw_dims->n;
@@ -373,16 +395,23 @@ void pe_conv2d_grad_weight_f32_native(const pe_context *ctx,
                         x_dims->n * in_h * in_w * c_n, xr);
     for (j0 = 0; j0 < count; j0 += PE_NV_T) {
         const int32_t nt = count - j0 < PE_NV_T ? count - j0 : PE_NV_T;
-        for (p = 0; p < positions; ++p) {
-            for (t = 0; t < nt; ++t) {
-                dyt[p * PE_NV_T + t] = dy[p * out_c + (channels != 0 ? channels[j0 + t] : j0 + t)];
+        /* the tile's gradients: dy itself when every channel trains, else gathered */
+        const float *gt = dy + j0;
+        int32_t gq = out_c;
+        if (channels != 0) {
+            for (p = 0; p < positions; ++p) {
+                for (t = 0; t < nt; ++t) {
+                    dyt[p * PE_NV_T + t] = dy[p * out_c + channels[j0 + t]];
+                }
             }
+            gt = dyt;
+            gq = PE_NV_T;
         }
         pe_nv_zero(dw + j0 * k, nt * k);
         if (k_h == 1 && k_w == 1 && s_h == 1 && s_w == 1 && params->padding.h == 0 &&
             params->padding.w == 0 && in_h == out_h && in_w == out_w) {
             /* pointwise: every position's source is itself, one product over them all */
-            pe_nv_gemm(dyt, 1, PE_NV_T, nt, xr, c_n, c_n, positions, dw + j0 * k, k);
+            pe_nv_gemm(gt, 1, gq, nt, xr, c_n, c_n, positions, dw + j0 * k, k);
             continue;
         }
         for (ky = 0; ky < k_h; ++ky) {
@@ -407,8 +436,8 @@ void pe_conv2d_grad_weight_f32_native(const pe_context *ctx,
                         if (iy < 0 || iy >= in_h) {
                             continue;
                         }
-                        pe_nv_gemm(dyt + ((n * out_h + oy) * out_w + ox0) * PE_NV_T, 1, PE_NV_T,
-                                   nt, xr + ((n * in_h + iy) * in_w + ox0 * s_w + off_w) * c_n,
+                        pe_nv_gemm(gt + ((n * out_h + oy) * out_w + ox0) * gq, 1, gq, nt,
+                                   xr + ((n * in_h + iy) * in_w + ox0 * s_w + off_w) * c_n,
                                    s_w * c_n, c_n, ox1 - ox0, sums, k);
                     }
                 }
@@ -573,6 +602,30 @@ void pe_avg_pool2d_grad_f32_native(const pe_context *ctx, const pe_pool_grad_par
                 }
             }
         }
+        if (params->stride.h >= f_h && params->stride.w >= f_w) {
+            /* windows that do not overlap: each position takes at most one term, +0.0 + q */
+            const pe_nv_f32 zero = pe_nv_splat_f32(0.0f);
+            pe_nv_zero(dx + n * in_h * in_w * c_n, in_h * in_w * c_n);
+            for (oy = 0; oy < out_h; ++oy) {
+                for (ox = 0; ox < out_w; ++ox) {
+                    const float *src = q + ((n * out_h + oy) * out_w + ox) * c_n;
+                    const int32_t y0 = oy * params->stride.h - params->padding.h;
+                    const int32_t x0 = ox * params->stride.w - params->padding.w;
+                    for (ih = y0 < 0 ? 0 : y0; ih < y0 + f_h && ih < in_h; ++ih) {
+                        for (iw = x0 < 0 ? 0 : x0; iw < x0 + f_w && iw < in_w; ++iw) {
+                            float *out = dx + ((n * in_h + ih) * in_w + iw) * c_n;
+                            for (c = 0; c < whole; c += PE_NV_F32) {
+                                pe_nv_store_f32(out + c, zero + pe_nv_load_f32(src + c));
+                            }
+                            for (; c < c_n; ++c) {
+                                out[c] = 0.0f + src[c];
+                            }
+                        }
+                    }
+                }
+            }
+            continue;
+        }
         for (ih = 0; ih < in_h; ++ih) {
             for (iw = 0; iw < in_w; ++iw) {
                 float *out = dx + ((n * in_h + ih) * in_w + iw) * c_n;
@@ -733,6 +786,57 @@ void pe_sgd_update_f32_s8_native(const pe_sgd_params_f32 *params, const pe_updat
     }
     for (l = 0; l < PE_NV_F32; ++l) {
         count += count_v[l];
+    }
+    pe_count_saturated(saturated, count);
+}
+
+/* fp32 SGD on an int32 bias: pe_sgd_update_f32_s32's arithmetic (ref/pe_update_f32.h), one
+ * value after another without the ref kernel's generic parameter access */
+void pe_sgd_update_f32_s32_native(const pe_sgd_params_f32 *params, const pe_update_dims *dims,
+                                  const int32_t *channels, int32_t *param, const float *grad,
+                                  const float *qas, float *buf1, float *master, const float *lr,
+                                  float *accum, const int32_t *step, int32_t *saturated)
+{
+    const float lr_t = lr != 0 ? *lr : params->lr;
+    const int accumulate = params->accumulate > 1;
+    const int apply = !accumulate || pe_update_applies(*step, params->accumulate);
+    const int32_t lo = dims->lo, hi = dims->hi;
+    int32_t count = 0;
+    int32_t o, j, k;
+    for (o = 0; o < dims->outer; ++o) {
+        for (j = 0; j < dims->count; ++j) {
+            const int32_t p0 = pe_update_param_base(dims, channels, o, j);
+            const int32_t g0 = pe_update_grad_base(dims, o, j);
+            for (k = 0; k < dims->inner; ++k) {
+                const int32_t i = g0 + k;
+                float g = grad[i];
+                float u;
+                int s = 0;
+                if (accumulate) {
+                    const float total = accum[i] + g;
+                    if (!apply) {
+                        accum[i] = total;
+                        continue;
+                    }
+                    g = total;
+                    accum[i] = 0.0f;
+                }
+                if (buf1 != 0) {
+                    buf1[i] = params->momentum * buf1[i] + g;
+                    g = buf1[i];
+                }
+                u = (lr_t * g) * qas[j];
+                if (master != 0) {
+                    master[i] = master[i] - u;
+                    param[p0 + k] = pe_round_sat_flag_f32(master[i], lo, hi, &s);
+                } else {
+                    const int64_t v = (int64_t)param[p0 + k] - pe_round_step_i64(u);
+                    s = u != u || v > hi || v < lo;
+                    param[p0 + k] = v > hi ? hi : v < lo ? lo : (int32_t)v;
+                }
+                count += s;
+            }
+        }
     }
     pe_count_saturated(saturated, count);
 }
