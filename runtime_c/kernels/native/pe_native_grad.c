@@ -25,6 +25,26 @@ enum { PE_NV_T = 4, PE_NV_V = 4 };        /* a tile: positions x vectors of lane
 enum { PE_NV_DW_TAPS = 64 };              /* depthwise input gradients: taps of a window */
 
 typedef int32_t pe_nv_i32 __attribute__((vector_size(PE_NV_F32 * 4)));
+/* half a vector: the lanes after the last whole vector (8 of AVX-512, 4 of AVX2) */
+enum { PE_NV_H = PE_NV_F32 / 2 };
+typedef float pe_nv_f32h __attribute__((vector_size(PE_NV_H * 4)));
+
+static inline pe_nv_f32h pe_nv_load_h(const float *p)
+{
+    pe_nv_f32h v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline pe_nv_f32h pe_nv_splat_h(float x)
+{
+    pe_nv_f32h v = {0.0f};
+    int i;
+    for (i = 0; i < PE_NV_H; ++i) {
+        v[i] = x;
+    }
+    return v;
+}
 typedef int8_t pe_nv_i8 __attribute__((vector_size(PE_NV_F32)));
 
 /* pe_tap_source (pe_window.h) without a division for strides 1 and 2 */
@@ -162,13 +182,33 @@ static void pe_nv_gemm(const float *g, int32_t gstep, int32_t gq, int32_t nt, co
             pe_nv_gemm_tile(g, gstep, gq, nt, mv, mstep, nv, nq, sv, sstep);
         }
     }
-    for (t = 0; t < nt; ++t) {
-        for (c = whole * PE_NV_F32; c < lanes; ++c) {
-            float acc = sums[t * sstep + c];
-            for (q = 0; q < nq; ++q) {
-                acc = acc + g[t * gstep + q * gq] * m[q * mstep + c];
+    c = whole * PE_NV_F32;
+    if (lanes - c >= PE_NV_H) {
+        /* half a vector, positions side by side */
+        pe_nv_f32h acc[PE_NV_T];
+        for (t = 0; t < PE_NV_T; ++t) {
+            acc[t] = t < nt ? pe_nv_load_h(sums + t * sstep + c) : pe_nv_splat_h(0.0f);
+        }
+        for (q = 0; q < nq; ++q) {
+            const pe_nv_f32h mv = pe_nv_load_h(m + q * mstep + c);
+            PE_NV_UNROLL_F
+            for (t = 0; t < PE_NV_T; ++t) {
+                acc[t] = acc[t] + pe_nv_splat_h(g[(t < nt ? t : 0) * gstep + q * gq]) * mv;
             }
-            sums[t * sstep + c] = acc;
+        }
+        for (t = 0; t < nt; ++t) {
+            memcpy(sums + t * sstep + c, &acc[t], sizeof acc[t]);
+        }
+        c += PE_NV_H;
+    }
+    for (t = 0; t < nt; ++t) {
+        int32_t c1;
+        for (c1 = c; c1 < lanes; ++c1) {
+            float acc = sums[t * sstep + c1];
+            for (q = 0; q < nq; ++q) {
+                acc = acc + g[t * gstep + q * gq] * m[q * mstep + c1];
+            }
+            sums[t * sstep + c1] = acc;
         }
     }
 }
@@ -358,6 +398,14 @@ void pe_depthwise_conv2d_grad_input_f32_native(const pe_context *ctx,
                                     pe_nv_load_f32(wr + tap[t] + c);
                     }
                     pe_nv_store_f32(out + c, acc);
+                }
+                if (c_n - c >= PE_NV_H) {
+                    pe_nv_f32h acc = pe_nv_splat_h(0.0f);
+                    for (t = 0; t < taps; ++t) {
+                        acc = acc + pe_nv_load_h(dy + src[t] + c) * pe_nv_load_h(wr + tap[t] + c);
+                    }
+                    memcpy(out + c, &acc, sizeof acc);
+                    c += PE_NV_H;
                 }
                 for (; c < c_n; ++c) {
                     float acc = 0.0f;
