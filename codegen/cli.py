@@ -555,6 +555,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .pipeline import (
         check_device_budget,
         check_pins,
+        fit_budget,
         kernel_costs,
         own_board_file,
         plan_lowered,
@@ -575,7 +576,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                         board_file=own_board_file(args.board) if args.board else None)
     streaming = "off" if args.no_stream else "auto"
     infer, _ = plan_project(graph, None, board, args.backend, cost=cost, streaming=streaming)
-    target, train, unordered = infer, None, None
+    train, unordered, pins = None, None, {}
     if args.train:
         from .train import build_training_graph
 
@@ -586,9 +587,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
         infer, train = plan_project(graph, tg, board, args.backend, pins, cost, streaming,
                                     "off" if args.no_block_updates else "auto",
                                     "off" if args.no_partial_weights else "auto")
-        target = train
         unordered = plan_lowered(build_training_graph(graph, spec, reorder=False), board,
                                  args.backend, pins, cost).plan
+    if board is not None:              # what compile would build: the kernels that fit
+        infer, train = fit_budget(board, infer, train, None, pins)
+    target = train if train is not None else infer
     plan = target.plan
     result = plan.to_json()
     result["backend"] = {"requested": args.backend, "chain": list(target.lowering.chain)}

@@ -836,6 +836,7 @@ __all__ = [
     "check_pins",
     "compile_model",
     "embed",
+    "fit_budget",
     "graph_digest",
     "load",
     "lower",

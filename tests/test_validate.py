@@ -49,7 +49,7 @@ def test_validate_host_is_bit_exact(model, tmp_path):
     assert r["bit_exact"] is True and r["max_abs_diff"] == 0 and r["samples"] == 5
     assert r["top1_agreement"] == 1.0 and r["top1_agree"] == 5 and r["seed"] is None
     assert r["input"] == str(tmp_path / "x.npy") and r["output_shape"] == [10]
-    assert r["chain"] == ["ref"] and r["mismatched_values"] == 0
+    assert r["chain"] == ["native", "ref"] and r["mismatched_values"] == 0
 
 
 def test_validate_on_a_board(model):

@@ -310,6 +310,8 @@ class KernelCall:
     inplace: tuple[str, ...] = ()     # inputs the kernel may write its output over
     backend: str = "ref"              # the backend whose builder made the record
     macs: int = 0                     # multiply-accumulates of the call (cost model)
+    outline: bool = False             # the kernel is an always-inline body: the model calls
+                                      # it from a function of its own (bounded functions)
 
     def arg(self, name: str) -> Arg:
         for arg_name, arg in self.args:

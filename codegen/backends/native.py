@@ -38,7 +38,6 @@ from ..ir import Graph, Op
 from .arm import add_tables, fold_zero_point, requant_words
 from .base import Backend, Builder, Target
 from .kernel_call import Arg, ArrayArg, ConstArray, KernelCall, NullArg, ScalarArg
-from .native_train import TRAIN_BUILDERS
 from .params import OpArgs, int32_array, mutable_tensors
 from .ref_args import forward_call, same_dims_call
 from .train_args import train_kernel_call
@@ -175,16 +174,17 @@ def _conv2d(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | No
     w = view.input(1)
     assert w is not None
     out_c, k_h, k_w, k_c = (int(v) for v in w.shape)
-    n, in_h, in_w, in_c = view.shape(view.x())
+    _, in_h, in_w, in_c = view.shape(view.x())
     if in_c != k_c:
         return None                                   # grouped: ref
     ref = forward_call(graph, op, batch)
     p = ref.arg("params").value.values
     o = ref.arg("output_dims").value.values
     st, pad, dil = (p[k].values for k in ("stride", "padding", "dilation"))
-    shape = dict(batches=o["n"], in_h=in_h, in_w=in_w, in_c=in_c, out_h=o["h"], out_w=o["w"],
-                 out_c=out_c, k_h=k_h, k_w=k_w, s_h=st["h"], s_w=st["w"], pad_h=pad["h"],
-                 pad_w=pad["w"], d_h=dil["h"], d_w=dil["w"])
+    shape = {"batches": o["n"], "in_h": in_h, "in_w": in_w, "in_c": in_c, "out_h": o["h"],
+             "out_w": o["w"], "out_c": out_c, "k_h": k_h, "k_w": k_w, "s_h": st["h"],
+             "s_w": st["w"], "pad_h": pad["h"], "pad_w": pad["w"], "d_h": dil["h"],
+             "d_w": dil["w"]}
     return _conv_like(graph, ref, w.name, shape, out_c)
 
 
@@ -201,8 +201,9 @@ def _fully_connected(graph: Graph, op: Op, batch: int, target: Target) -> Kernel
     rows = int(ref.arg("input_dims").value.values["n"])
     if _frozen(graph, w.name) is None:
         return _fc_direct(ref, units, depth, rows)
-    shape = dict(batches=1, in_h=rows, in_w=1, in_c=depth, out_h=rows, out_w=1, out_c=units,
-                 k_h=1, k_w=1, s_h=1, s_w=1, pad_h=0, pad_w=0, d_h=1, d_w=1)
+    shape = {"batches": 1, "in_h": rows, "in_w": 1, "in_c": depth, "out_h": rows, "out_w": 1,
+             "out_c": units, "k_h": 1, "k_w": 1, "s_h": 1, "s_w": 1, "pad_h": 0, "pad_w": 0,
+             "d_h": 1, "d_w": 1}
     return _conv_like(graph, ref, w.name, shape, units)
 
 
@@ -315,7 +316,8 @@ def out_of_line(graph: Graph, op: Op, batch: int = 1, target: Target | None = No
 def _body(builder: Builder) -> Builder:
     def build(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
         call = builder(graph, op, batch, target)
-        return None if call is None else replace(call, kernel=BODIES[call.kernel])
+        return None if call is None else replace(call, kernel=BODIES[call.kernel],
+                                                 outline=True)
     return build
 
 
@@ -383,7 +385,7 @@ GRAD_BUILDERS: dict[str, Builder] = {
 }
 
 BUILDERS: dict[str, Builder] = {**{k: _body(b) for k, b in OUT_OF_LINE.items()},
-                                **TRAIN_BUILDERS, **GRAD_BUILDERS}
+                                **GRAD_BUILDERS}
 
 NATIVE = Backend(
     name="native",

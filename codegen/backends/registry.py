@@ -21,8 +21,8 @@ from .arm import ARM
 from .base import Backend, Target
 from .cmsis_nn import CMSIS_NN
 from .hvx import HVX
-from .native import NATIVE
 from .kernel_call import KernelCall
+from .native import NATIVE
 from .ref_args import CALL_BUILDERS, forward_call
 from .train_args import TRAIN_CALL_BUILDERS, train_kernel_call
 

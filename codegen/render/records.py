@@ -301,7 +301,8 @@ class RecordBuilder:
             op = ops[call.op]
             calls.append({"index": k, "kernel": call.kernel, "args": args,
                           "comment": comment_text(f"{op.type} {op.name}"),
-                          "before": [], "after": []})
+                          "before": [], "after": [],
+                          "outline": f"{self.p}_{fn}_k{k}" if call.outline else None})
         if fn == "train":
             self._profile_marks(calls, [ops[c.op] for c in lg.calls])
         else:                              # per-op markers only, numbered after the step's

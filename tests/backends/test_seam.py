@@ -131,20 +131,34 @@ def test_chains_come_from_board_data(monkeypatch):
 
 
 def test_project_compiles_only_the_kernels_it_calls(tmp_path, digits_graph):
+    """The host board's chain (native, then ref): of each backend's C files the project copies
+    and builds only those that define a kernel it calls (native bodies are headers)."""
     proj = pipeline.compile_model(digits_graph, spec="bias:last2", out_dir=tmp_path / "p")
-    kernels = {c["kernel"] for c in proj.manifest["ops"]}
-    kernels |= {c["kernel"] for c in proj.manifest["training"]["ops"]}
-    sources = sorted(p.name for p in (proj.dir / "kernels" / "ref").glob("*.c"))
-    assert 0 < len(sources) < len(list(REF_DIR.glob("*.c")))
+    calls = proj.manifest["ops"] + proj.manifest["training"]["ops"]
+    assert proj.manifest["chain"] == ["native", "ref"] and proj.manifest["backend"] == "auto"
+    assert {c["backend"] for c in calls} == {"native", "ref"}
     makefile = (proj.dir / "Makefile").read_text()
-    for path in REF_DIR.glob("*.c"):
-        assert (path.name in sources) == (f"kernels/ref/{path.name}" in makefile), path.name
+    copied = {}
+    for name in ("ref", "native"):
+        src = data_dir("runtime_c") / "kernels" / name
+        copied[name] = sorted(p.name for p in (proj.dir / "kernels" / name).glob("*.c"))
+        assert copied[name], name
+        for path in src.glob("*.c"):
+            assert (path.name in copied[name]) == (f"kernels/{name}/{path.name}" in makefile)
+    assert len(copied["ref"]) < len(list(REF_DIR.glob("*.c")))
+    ref = [c for c in calls if c["backend"] == "ref"]
     # ref kernels need no scratch, but for the row buffers of a streamed chain
-    assert all(c["backend"] == "ref" and (c["scratch_bytes"] == 0) !=
-               (c["kernel"] == "pe_stream_chain_s8") for c in proj.manifest["ops"])
-    assert proj.manifest["chain"] == ["ref"] and proj.manifest["backend"] == "auto"
-    assert "pe_conv2d_s8" in kernels
+    assert ref and all((c["scratch_bytes"] == 0) != (c["kernel"] == "pe_stream_chain_s8")
+                       for c in ref)
+    assert "pe_nv_conv_s8" in {c["kernel"] for c in calls}
+    ref_only = pipeline.compile_model(digits_graph, spec="bias:last2", out_dir=tmp_path / "r",
+                                      backend="ref")
+    assert ref_only.manifest["chain"] == ["ref"]
+    assert "pe_conv2d_s8" in {c["kernel"] for c in ref_only.manifest["ops"]}
+    assert not (ref_only.dir / "kernels" / "native").exists() or not list(
+        (ref_only.dir / "kernels" / "native").glob("*.c"))
     pipeline.build(proj)                                   # links: nothing missing
+    pipeline.build(ref_only)
 
 
 def test_plan_kernels_table_and_json(capsys, tmp_path, digits_graph):

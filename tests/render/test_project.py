@@ -65,7 +65,9 @@ def test_strict_c99_builds_and_runs(tmp_path, cc, digits_graph):
     assert "warning" not in res.log.lower()
     mem = proj.manifest["memory"]            # flash holds the constants, SRAM the arena
     assert res.sizes["flash_bytes"] > mem["constant_bytes"] > 20_000
-    assert res.sizes["sram_bytes"] >= mem["arena_bytes"] == 16_000
+    # the exact arena of the ref chain is tested in tests/memplan (16,000 B, TFLM's head);
+    # the host's native kernels add their scratch
+    assert res.sizes["sram_bytes"] >= mem["arena_bytes"] >= 16_000
     from codegen.frontend import load_model
 
     g = load_model(model_path("kws_ref_model.tflite"))
@@ -89,11 +91,13 @@ def test_strict_c99_builds_and_runs(tmp_path, cc, digits_graph):
         assert host["loss"] == gold["loss"] and host["params_sha256"] == gold["params_sha256"]
 
 
-def test_no_malloc_no_free(tmp_path, digits_graph):
-    res = build_project(compile_model(digits_graph, out_dir=tmp_path / "p"))
+@pytest.mark.parametrize("backend", ["auto", "ref"])
+def test_no_malloc_no_free(tmp_path, digits_graph, backend):
+    res = build_project(compile_model(digits_graph, out_dir=tmp_path / "p", backend=backend))
     objs = sorted((res.project.dir / "build").rglob("*.o"))
     sources = sorted(res.project.dir.rglob("*.c"))
-    assert len(objs) == len(sources) > 4       # model, weights, harness and the kernels used
+    # model, weights, harness and the kernels used (native bodies are inlined in the model)
+    assert len(objs) == len(sources) > 3 and any("kernels" in str(s) for s in sources)
     undefined = undefined_symbols(objs)
     assert not undefined & MALLOC_FAMILY, undefined & MALLOC_FAMILY
     model_objs = [o for o in objs if o.name != "main_host.o"]
