@@ -33,7 +33,8 @@ What each kernel takes (others decline):
   on FPU cores;
 - act_mask (training graphs, either backward mode): eight values per step with SSUB8/SEL;
   mask_grad: bitwise ANDs with the mask's bits, four (int8) or eight (fp32) values a step;
-- sgd_update (fp32, int8 weights): the plain case in one loop per trained channel;
+- sgd_update (fp32 on int8 weights; int8 mode on int8 weights and int32 biases): the plain
+  case (no momentum, master copy or accumulation) in one loop per trained channel;
 - int8 backward (``pe_grad_s8_arm.c``): pointwise input gradients over the forward's pair loop
   (the transposed weights as an int8 stream), depthwise input gradients (multiplier 1,
   dilation 1) and pointwise weight gradients, integer sums in the order the loops read fastest
@@ -919,9 +920,10 @@ def _merge_rows(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall 
 
 
 TRAIN_BUILDERS: dict[str, Builder] = {
-    # fp32 SGD on int8 weights: the plain case in one loop per channel (ref behind it for
-    # momentum, master copies, accumulation)
-    "sgd_update": _same_args("pe_sgd_update_f32_s8"),
+    # SGD without momentum, master copies or accumulation in one loop per channel (ref
+    # behind it for the rest): fp32 on int8 weights, int8 mode on int8 weights and int32 biases
+    "sgd_update": _same_args("pe_sgd_update_f32_s8", "pe_sgd_update_s8_s8",
+                             "pe_sgd_update_s8_s32"),
     # masks: eight values a step with SSUB8/SEL; masked gradients with bitwise ANDs
     "mask_grad": _same_args("pe_mask_grad_s8", "pe_mask_grad_f32"),
     "act_mask": _same_args("pe_act_mask_s8"),

@@ -118,6 +118,19 @@ void pe_sgd_update_f32_s8_arm(const pe_sgd_params_f32 *params, const pe_update_d
                               const float *qas, float *buf1, float *master, const float *lr,
                               float *accum, const int32_t *step, int32_t *saturated);
 
+/* int8-mode SGD without momentum or master copy (pe_update_s8_arm.c; other cases call ref):
+ * pe_sgd_update_s8_s8's / _s32's arguments */
+void pe_sgd_update_s8_s8_arm(const pe_sgd_params *params, const pe_update_dims *dims,
+                             const int32_t *channels, int8_t *param, const int32_t *grad,
+                             const int32_t *qas, const int32_t *grad_exp,
+                             const int32_t *qas_shift, int32_t *buf1, int32_t *master,
+                             int32_t *saturated);
+void pe_sgd_update_s8_s32_arm(const pe_sgd_params *params, const pe_update_dims *dims,
+                              const int32_t *channels, int32_t *param, const int32_t *grad,
+                              const int32_t *qas, const int32_t *grad_exp,
+                              const int32_t *qas_shift, int32_t *buf1, int32_t *master,
+                              int32_t *saturated);
+
 /* fp32 backward (pe_train_f32_arm.c): pe_train_kernels.h's signatures. Pointwise conv and FC
  * input / weight gradients, depthwise input gradients (multiplier 1, dilation 1), average-
  * pooling gradients of windows that do not overlap. */

@@ -170,15 +170,17 @@ def _act_mask(rng: Rng) -> tc.Case:
 
 
 def _sgd_update(rng: Rng) -> tc.Case:
-    """fp32 SGD on int8 weights: mostly the plain case (no momentum, master copy or
+    """SGD: fp32 on int8 weights, or the int8 mode on int8 weights and int32 biases (every
+    shift, gradients of any size); mostly the plain case (no momentum, master copy or
     accumulation: the arm loop), the others too (ref behind the same kernel)."""
     plain = rng.random() < 0.7
+    mode = "int8" if rng.random() < 0.5 else "fp32"
     while True:
-        graph, inputs = tc.TRAIN_CASES["sgd_update"](rng, "fp32")
+        graph, inputs = tc.TRAIN_CASES["sgd_update"](rng, mode)
         op = graph.ops[0]
         slots = set(op.attrs.get("slots", ())) | set(op.inputs)
         param = graph.tensors[op.inputs[0]]
-        if param.dtype != "int8":
+        if mode == "fp32" and param.dtype != "int8":
             continue
         extra = any("buf1" in n or "master" in n for n in slots if n)
         if extra != plain:

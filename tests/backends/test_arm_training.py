@@ -47,3 +47,24 @@ def test_board_fine_tune_equals_golden(board, backend, gold, tmp_path):  # noqa:
     assert "arm" in forward
     trained = {o["backend"] for o in manifest["ops"]}
     assert "arm" in trained
+
+
+INT8_SPEC = "bias:all+weight:last2,opt=sgd,lr=0.01,backward=int8"
+
+
+@pytest.mark.emulator
+def test_int8_backward_fine_tune_on_the_m7_equals_golden(tmp_path):
+    """The int8 backward with plain SGD (the arm int8 updates: SMMULR steps, one loop per
+    trained channel, a flat loop over biases) on the Cortex-M7: the golden model's losses,
+    params_sha256 and accuracy."""
+    b = runnable("mps2-an500")
+    train, evals = digits_data()
+    want = fit_model(digits_graph(), INT8_SPEC, train, evals, epochs=EPOCHS, seed=SEED,
+                     engine="golden")
+    run = fit_model(digits_graph(), INT8_SPEC, train, evals, epochs=EPOCHS, seed=SEED,
+                    engine=b.name, backend="auto", keep_dir=tmp_path)
+    _same_run(run, want)
+    manifest = json.loads((next(tmp_path.rglob("pockengine.json"))).read_text())
+    assert manifest["training"]["backward"] == "int8"
+    kernels = {o["kernel"] for o in manifest["training"]["ops"]}
+    assert {"pe_sgd_update_s8_s8_arm", "pe_sgd_update_s8_s32_arm"} <= kernels, kernels

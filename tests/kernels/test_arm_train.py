@@ -18,6 +18,11 @@ from .train_target import render_cases, training_expected
 
 N_CASES = 300
 N_TARGET_CASES = 40
+IMAGE_CASE_BYTES = 256 * 1024
+TARGET_SOURCES = ("arm/pe_train_f32_arm.c", "arm/pe_mask_s8_arm.c", "ref/pe_mask_s8.c",
+                  "ref/pe_mask_f32.c", "arm/pe_update_f32_arm.c", "ref/pe_sgd_update_f32.c",
+                  "arm/pe_update_s8_arm.c", "ref/pe_sgd_update_s8.c", "arm/pe_grad_s8_arm.c",
+                  "arm/pe_merge_rows_arm.c")
 
 
 def _arm_or_ref(target: Target | None = None):
@@ -80,23 +85,29 @@ def test_arm_training_kernels_on_the_core(name, tmp_path):
     def record(graph, inputs):
         return ARM.build(graph, graph.ops[0], 1, target)
 
-    src, want = render_cases(cases, record, training_expected,
-                             headers=("pe_arm_kernels.h",), fill=0)
-    harness = tmp_path / "cases.c"
-    harness.write_text(src.replace("@ENTRY@", '#include "pe_runtime.h"'))
-    elf = cross_compile(board, [harness, KERNELS_DIR / "arm" / "pe_train_f32_arm.c",
-                                KERNELS_DIR / "arm" / "pe_mask_s8_arm.c",
-                                KERNELS_DIR / "ref" / "pe_mask_s8.c",
-                                KERNELS_DIR / "ref" / "pe_mask_f32.c",
-                                KERNELS_DIR / "arm" / "pe_update_f32_arm.c",
-                                KERNELS_DIR / "ref" / "pe_sgd_update_f32.c",
-                                KERNELS_DIR / "arm" / "pe_grad_s8_arm.c",
-                                KERNELS_DIR / "arm" / "pe_merge_rows_arm.c"],
-                        [KERNELS_DIR, KERNELS_DIR / "arm", KERNELS_DIR / "ref"], tmp_path,
-                        ["-std=c99", "-ffp-contract=off"], name="arm_train")
-    res = run_on_emulator(board, elf, timeout=600)
-    assert res.ok, (res.exit_code, res.fault, res.stderr[-2000:])
-    got = [int(w, 16) for w in res.stdout.split() if len(w) == 8]
-    assert len(got) == len(want)
-    bad = [cases[i][0].ops[0].type for i, (g, w) in enumerate(zip(got, want)) if g != w]
-    assert not bad, f"{name}: cases that differ from the golden model: {bad}"
+    # images of at most IMAGE_CASE_BYTES of case tensors each (the boards' flash regions)
+    batches: list[list] = [[]]
+    size = 0
+    for case in cases:
+        n = sum(t.nbytes for t in case[0].tensors.values())
+        if batches[-1] and size + n > IMAGE_CASE_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(case)
+        size += n
+    for k, batch in enumerate(batches):
+        src, want = render_cases(batch, record, training_expected,
+                                 headers=("pe_arm_kernels.h",), fill=0)
+        out = tmp_path / f"image{k}"
+        out.mkdir()
+        harness = out / "cases.c"
+        harness.write_text(src.replace("@ENTRY@", '#include "pe_runtime.h"'))
+        elf = cross_compile(board, [harness, *(KERNELS_DIR / f for f in TARGET_SOURCES)],
+                            [KERNELS_DIR, KERNELS_DIR / "arm", KERNELS_DIR / "ref"], out,
+                            ["-std=c99", "-ffp-contract=off"], name="arm_train")
+        res = run_on_emulator(board, elf, timeout=600)
+        assert res.ok, (res.exit_code, res.fault, res.stderr[-2000:])
+        got = [int(w, 16) for w in res.stdout.split() if len(w) == 8]
+        assert len(got) == len(want)
+        bad = [batch[i][0].ops[0].type for i, (g, w) in enumerate(zip(got, want)) if g != w]
+        assert not bad, f"{name}: cases that differ from the golden model: {bad}"

@@ -58,6 +58,59 @@ static void pe_arm_prescale_row(int16_t *dys, const int8_t *dy, int32_t count,
     }
 }
 
+/* the range of n int32 sums, two a step */
+static pe_range pe_arm_range(const int32_t *acc, int32_t n)
+{
+    int32_t lo = 0, hi = 0, i;
+    for (i = 0; i + 2 <= n; i += 2) {
+        const int32_t a = acc[i], b = acc[i + 1];
+        lo = a < lo ? a : lo;
+        hi = a > hi ? a : hi;
+        lo = b < lo ? b : lo;
+        hi = b > hi ? b : hi;
+    }
+    if (i < n) {
+        lo = acc[i] < lo ? acc[i] : lo;
+        hi = acc[i] > hi ? acc[i] : hi;
+    }
+    {
+        pe_range r;
+        r.lo = lo;
+        r.hi = hi;
+        return r;
+    }
+}
+
+/* one rescaled value of the fast form: t = SMMULR(acc << l1, M), v = RDBPOT(t, r) =
+ * (t + 2^(r-1) - [t < 0]) >> r for r > 0 (`round`), t for r = 0; |v| <= 128, clamped to
+ * +-127 (SSAT, then -128 -> -127) */
+static inline int8_t pe_arm_rescale_one(int32_t acc, int32_t l1, int32_t m, int32_t r,
+                                        int round)
+{
+    const int32_t t = pe_arm_smmlar(pe_shl_wrap_s32(acc, l1), m, 0);
+    int32_t v = round ? pe_asr_s32(pe_s32_from_u32((uint32_t)t + (1u << (r - 1))
+                                                   - ((uint32_t)t >> 31)), r)
+                      : t;
+#if PE_ARM_DSP
+    v = (int32_t)__ssat(v, 8);
+#else
+    v = v > PE_GRAD_MAX ? PE_GRAD_MAX : v;
+#endif
+    return (int8_t)(v < -PE_GRAD_MAX ? -PE_GRAD_MAX : v);
+}
+
+/* dx = the rescaled sums, two a step (round: r > 0, constant in each loop) */
+#define PE_ARM_RESCALE_LOOP(round)                                        \
+    do {                                                                  \
+        for (i = 0; i + 2 <= total; i += 2) {                             \
+            dx[i] = pe_arm_rescale_one(acc[i], l1, m, r, round);          \
+            dx[i + 1] = pe_arm_rescale_one(acc[i + 1], l1, m, r, round);  \
+        }                                                                 \
+        if (i < total) {                                                  \
+            dx[i] = pe_arm_rescale_one(acc[i], l1, m, r, round);          \
+        }                                                                 \
+    } while (0)
+
 /* the int32 sums of an input gradient, their range, the rescale into dx and its exponent.
  * When the largest |sum| has at most 30 bits, SRDHM(acc << l, M) is SMMULR(acc << (l + 1), M)
  * exactly and RDBPOT(t, r) = (t + 2^(r-1) - [t < 0]) >> r; otherwise pe_grad_fixed.h's. */
@@ -66,21 +119,15 @@ static void pe_arm_rescale_sums(const int32_t *acc, int32_t total,
                                 int32_t *dx_exp)
 {
     const int32_t m = quant->output_multiplier;
-    pe_range range = pe_range_zero();
-    pe_rescale_plan plan;
+    const pe_range range = pe_arm_range(acc, total);
+    const pe_rescale_plan plan = pe_rescale_plan_make(&range, m);
     int32_t i;
-    for (i = 0; i < total; ++i) {
-        pe_range_add(&range, acc[i]);
-    }
-    plan = pe_rescale_plan_make(&range, m);
     if (pe_bitlen_u32(pe_range_max_abs(&range)) <= 30) {
         const int32_t l1 = plan.left + 1, r = plan.right;
-        const int32_t half = r > 0 ? 1 << (r - 1) : 0;
-        for (i = 0; i < total; ++i) {
-            const int32_t t = pe_arm_smmlar(pe_shl_wrap_s32(acc[i], l1), m, 0);
-            int32_t v = r > 0 ? pe_asr_s32(t + half - (t < 0 ? 1 : 0), r) : t;
-            v = v < -PE_GRAD_MAX ? -PE_GRAD_MAX : v;
-            dx[i] = (int8_t)(v > PE_GRAD_MAX ? PE_GRAD_MAX : v);
+        if (r > 0) {
+            PE_ARM_RESCALE_LOOP(1);
+        } else {
+            PE_ARM_RESCALE_LOOP(0);
         }
     } else {
         for (i = 0; i < total; ++i) {
