@@ -886,17 +886,22 @@ def _prescale_arg(ref: KernelCall) -> Arg:
 
 
 def _dw_grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
-    """The int8 backward's depthwise input gradient (multiplier 1, dilation 1): scattered
-    into int32 sums (scratch: one per dx value, and an int16 row of prescaled dy)."""
+    """The int8 backward's depthwise input gradient (multiplier 1, dilation 1): gathered into
+    int32 sums (scratch: one per dx value, the prescaled dy rows as int16 rows of C rounded up
+    to 4, and two int32 per tap)."""
     ref = train_kernel_call(graph, op, batch)
     if ref.kernel != "pe_depthwise_conv2d_grad_input_s8":
         return None
-    p, dx = _struct(ref, "params"), _struct(ref, "dx_dims")
+    p, dx, dy = _struct(ref, "params"), _struct(ref, "dx_dims"), _struct(ref, "dy_dims")
+    f = _struct(ref, "filter_dims")
     if int(p["ch_mult"]) != 1 or _tile(p["dilation"]) != (1, 1):
         return None
     total = int(dx["n"]) * int(dx["h"]) * int(dx["w"]) * int(dx["c"])
+    rows = int(dy["n"]) * int(dy["h"]) * int(dy["w"])
+    c4 = (int(dx["c"]) + 3) & ~3
+    taps = int(f["h"]) * int(f["w"])
     return replace(ref, kernel=ref.kernel + SUFFIX,
-                   scratch_bytes=total * 4 + ((int(dx["c"]) + 3) & ~3) * 2,
+                   scratch_bytes=total * 4 + rows * c4 * 2 + taps * 8,
                    args=_insert_after(ref.args, "quant", ("pre", _prescale_arg(ref))))
 
 
