@@ -35,6 +35,7 @@ What each kernel takes (others decline):
   mask_grad: bitwise ANDs with the mask's bits, four (int8) or eight (fp32) values a step;
 - sgd_update (fp32 on int8 weights; int8 mode on int8 weights and int32 biases): the plain
   case (no momentum, master copy or accumulation) in one loop per trained channel;
+- bias_grad (int8): column sums four channels a step in int16 lanes (SXTB16, SADD16);
 - int8 backward (``pe_grad_s8_arm.c``): pointwise input gradients over the forward's pair loop
   (the transposed weights as an int8 stream), depthwise input gradients (multiplier 1,
   dilation 1) and pointwise weight gradients, integer sums in the order the loops read fastest
@@ -932,6 +933,8 @@ TRAIN_BUILDERS: dict[str, Builder] = {
     # masks: eight values a step with SSUB8/SEL; masked gradients with bitwise ANDs
     "mask_grad": _same_args("pe_mask_grad_s8", "pe_mask_grad_f32"),
     "act_mask": _same_args("pe_act_mask_s8"),
+    # int8 bias gradients: column sums four channels a step (SXTB16, SADD16)
+    "bias_grad": _same_args("pe_bias_grad_s8"),
     "conv2d_grad_input": _first(_grad_input, _grad_input_s8),
     "fully_connected_grad_input": _grad_input,
     "conv2d_grad_weight": _first(_grad_weight, _grad_weight_s8),

@@ -118,6 +118,10 @@ void pe_sgd_update_f32_s8_arm(const pe_sgd_params_f32 *params, const pe_update_d
                               const float *qas, float *buf1, float *master, const float *lr,
                               float *accum, const int32_t *step, int32_t *saturated);
 
+/* int8 bias gradients four channels a step (pe_grad_s8_arm.c): pe_bias_grad_s8's arguments */
+void pe_bias_grad_s8_arm(int32_t num_rows, int32_t row_size, const int8_t *dy,
+                         const int32_t *dy_exp, int32_t *db, int32_t *db_exp);
+
 /* int8-mode SGD without momentum or master copy (pe_update_s8_arm.c; other cases call ref):
  * pe_sgd_update_s8_s8's / _s32's arguments */
 void pe_sgd_update_s8_s8_arm(const pe_sgd_params *params, const pe_update_dims *dims,

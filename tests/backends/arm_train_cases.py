@@ -187,6 +187,18 @@ def _sgd_update(rng: Rng) -> tc.Case:
             return graph, inputs
 
 
+def _bias_grad(rng: Rng) -> tc.Case:
+    """int8 bias gradients (the arm loop; fp32 goes to ref): channel counts around multiples of
+    four, up to 700 rows (the int16 lanes' chunks of 256), a fifth of them at the extremes
+    -128 and 127 (a chunk's sum at the lanes' bounds)."""
+    b = tc._Builder("int8")
+    rows, c = int(rng.choice([1, 3, 255, 256, 257, 700])), int(rng.integers(1, 22))
+    b.grad_input(rng, "dy", (rows, c))
+    if rng.random() < 0.2:
+        b.values[-2][...] = np.int8(rng.choice([-128, 127]))
+    return b.op("bias_grad", b.grad_outputs("db", (c,), "int32"), {"mode": "int8", "forward": "f"})
+
+
 def _mask_grad(rng: Rng) -> tc.Case:
     """Masked gradients of both modes, sizes around multiples of eight."""
     return tc.TRAIN_CASES["mask_grad"](rng, "int8" if rng.random() < 0.5 else "fp32")
@@ -206,6 +218,7 @@ FAMILIES: dict[str, Callable[[Rng], tc.Case]] = {
     "sgd_update": _sgd_update,
     "mask_grad": _mask_grad,
     "act_mask": _act_mask,
+    "bias_grad": _bias_grad,
     "conv2d_grad_input": _conv_grad_input,
     "conv2d_grad_weight": _grad_weight,
     "fully_connected_grad_input": _fc_grad_input,

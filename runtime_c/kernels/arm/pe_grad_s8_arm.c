@@ -402,3 +402,42 @@ void pe_avg_pool2d_grad_s8_arm(const pe_context *ctx, const pe_avg_pool_grad_par
     }
     *dx_exp = *dy_exp - params->recip_bits + shift;
 }
+
+/* pe_bias_grad_s8_arm - pe_bias_grad_s8 (db[c] = sum over rows of dy[row, c], int32, the
+ * exponent of dy) four channels a step: SXTB16 pairs (c, c+2), (c+1, c+3) added with SADD16
+ * into int16 lanes over at most 256 rows (|sum| <= 256 * 128 = 2^15 fits: -32768 at worst),
+ * then widened into the int32 sums. */
+void pe_bias_grad_s8_arm(int32_t num_rows, int32_t row_size, const int8_t *dy,
+                         const int32_t *dy_exp, int32_t *db, int32_t *db_exp)
+{
+    int32_t c, n, n0;
+    for (c = 0; c + 4 <= row_size; c += 4) {
+        int32_t t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+        for (n0 = 0; n0 < num_rows; n0 += 256) {
+            const int32_t end = num_rows - n0 < 256 ? num_rows : n0 + 256;
+            const int8_t *p = dy + n0 * row_size + c;
+            uint32_t s02 = 0, s13 = 0;
+            for (n = n0; n < end; ++n, p += row_size) {
+                const uint32_t u = pe_arm_ld32(p);
+                s02 = pe_arm_sadd16(s02, pe_arm_sxtb16(u));
+                s13 = pe_arm_sadd16(s13, pe_arm_sxtb16_ror8(u));
+            }
+            t0 += pe_arm_lo16(s02);
+            t2 += pe_arm_hi16(s02);
+            t1 += pe_arm_lo16(s13);
+            t3 += pe_arm_hi16(s13);
+        }
+        db[c] = t0;
+        db[c + 1] = t1;
+        db[c + 2] = t2;
+        db[c + 3] = t3;
+    }
+    for (; c < row_size; ++c) {
+        int32_t acc = 0;
+        for (n = 0; n < num_rows; ++n) {
+            acc += dy[n * row_size + c];
+        }
+        db[c] = acc;
+    }
+    *db_exp = *dy_exp;
+}
