@@ -36,7 +36,9 @@ What each kernel takes (others decline):
 - sgd_update (fp32 on int8 weights; int8 mode on int8 weights and int32 biases): the plain
   case (no momentum, master copy or accumulation) in one loop per trained channel;
 - bias_grad (int8): column sums four channels a step in int16 lanes (SXTB16, SADD16);
-- int8 backward (``pe_grad_s8_arm.c``): pointwise input gradients over the forward's pair loop
+- grad_add (int8): exponents at most 16 apart in two passes of exact integer sums;
+- int8 backward (``pe_grad_s8_arm.c``): pointwise conv and FC input gradients over the
+  forward's pair loop
   (the transposed weights as an int8 stream), depthwise input gradients (multiplier 1,
   dilation 1) and pointwise weight gradients, integer sums in the order the loops read fastest
   (exact in any order).
@@ -837,19 +839,21 @@ def _first(*builders: Builder) -> Builder:
 
 
 def _grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
-    """The int8 backward's input gradient of a pointwise conv (pe_grad_s8_arm.c) with an even
-    number of input channels: the transposed weights as a raw stream (int8, as many bytes in
-    flash as the weights; built in the scratch at run time when training changes them);
-    scratch two int16 columns and the int32 sums."""
+    """The int8 backward's input gradient of a pointwise conv or an FC layer (pe_grad_s8_arm.c:
+    dy's rows are an FC's positions) with an even number of input channels: the transposed
+    weights as a raw stream (int8, as many bytes in flash as the weights; built in the scratch
+    at run time when training changes them); scratch two int16 columns and the int32 sums."""
     ref = train_kernel_call(graph, op, batch)
-    if ref.kernel != "pe_conv2d_grad_input_s8" or not _pointwise(ref, "filter_dims"):
+    fc = ref.kernel == "pe_fully_connected_grad_input_s8"
+    if not fc and (ref.kernel != "pe_conv2d_grad_input_s8" or
+                   not _pointwise(ref, "filter_dims")):
         return None
-    dy, dx = _struct(ref, "dy_dims"), _struct(ref, "dx_dims")
+    dy, dx, f = _struct(ref, "dy_dims"), _struct(ref, "dx_dims"), _struct(ref, "filter_dims")
     w = graph.tensors[ref.arg("filter").tensor]
-    if int(_struct(ref, "filter_dims")["c"]) != int(dx["c"]) or int(dx["c"]) % 2:
+    o_n, c_n = int(f["n"]), int(f["c"])
+    if c_n % 2 or (not fc and c_n != int(dx["c"])):
         return None
-    o_n, c_n = int(dy["c"]), int(dx["c"])
-    positions = int(dx["n"]) * int(dx["h"]) * int(dx["w"])
+    positions = int(dy["n"]) if fc else int(dx["n"]) * int(dx["h"]) * int(dx["w"])
     k8 = (o_n + 7) & ~7
     scratch = 2 * k8 * 2 + (positions + 1) * c_n * 4
     stream: Arg
@@ -935,8 +939,10 @@ TRAIN_BUILDERS: dict[str, Builder] = {
     "act_mask": _same_args("pe_act_mask_s8"),
     # int8 bias gradients: column sums four channels a step (SXTB16, SADD16)
     "bias_grad": _same_args("pe_bias_grad_s8"),
+    # int8 gradient sums (residual blocks) with exponents at most 16 apart
+    "grad_add": _same_args("pe_grad_add_s8"),
     "conv2d_grad_input": _first(_grad_input, _grad_input_s8),
-    "fully_connected_grad_input": _grad_input,
+    "fully_connected_grad_input": _first(_grad_input, _grad_input_s8),
     "conv2d_grad_weight": _first(_grad_weight, _grad_weight_s8),
     "fully_connected_grad_weight": _grad_weight,
     "depthwise_conv2d_grad_input": _first(_dw_grad_input, _dw_grad_input_s8),

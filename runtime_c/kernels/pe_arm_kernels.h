@@ -94,6 +94,13 @@ void pe_conv2d_grad_input_s8_arm(const pe_context *ctx, const pe_conv_grad_param
                                  const int8_t *filter, const pe_dims *dx_dims, int8_t *dx,
                                  int32_t *dx_exp);
 
+void pe_fully_connected_grad_input_s8_arm(const pe_context *ctx,
+                                          const pe_grad_input_quant *quant,
+                                          const int32_t *stream, const int32_t *pre,
+                                          const pe_dims *dy_dims, const int8_t *dy,
+                                          const int32_t *dy_exp, const pe_dims *filter_dims,
+                                          const int8_t *filter, const pe_dims *dx_dims,
+                                          int8_t *dx, int32_t *dx_exp);
 void pe_depthwise_conv2d_grad_input_s8_arm(const pe_context *ctx,
                                            const pe_dw_conv_grad_params *params,
                                            const pe_grad_input_quant *quant,
@@ -121,6 +128,11 @@ void pe_sgd_update_f32_s8_arm(const pe_sgd_params_f32 *params, const pe_update_d
 /* int8 bias gradients four channels a step (pe_grad_s8_arm.c): pe_bias_grad_s8's arguments */
 void pe_bias_grad_s8_arm(int32_t num_rows, int32_t row_size, const int8_t *dy,
                          const int32_t *dy_exp, int32_t *db, int32_t *db_exp);
+
+/* int8 gradient sums with exponents at most 16 apart (pe_grad_add_s8_arm.c; ref otherwise):
+ * pe_grad_add_s8's arguments */
+void pe_grad_add_s8_arm(int32_t size, const int8_t *g1, const int32_t *g1_exp, const int8_t *g2,
+                        const int32_t *g2_exp, int8_t *g, int32_t *g_exp);
 
 /* int8-mode SGD without momentum or master copy (pe_update_s8_arm.c; other cases call ref):
  * pe_sgd_update_s8_s8's / _s32's arguments */

@@ -82,16 +82,24 @@ def _grad_weight(rng: Rng) -> tc.Case:
 
 
 def _fc_grad_input(rng: Rng) -> tc.Case:
-    b = tc._Builder("fp32")
+    """fp32, or int8 (arm: an even depth; odd ones go to ref) with frozen or trained
+    weights."""
+    mode = "int8" if rng.random() < 0.4 else "fp32"
+    b = tc._Builder(mode)
     rows, depth, units = int(rng.choice([1, 2, 5])), int(rng.integers(1, 50)), \
         int(rng.integers(1, 140))
+    if mode == "int8" and rng.random() < 0.85:
+        depth += depth % 2
     b.grad_input(rng, "dy", (rows, units))
     wq = tc._weight_q(rng, units, 0, rng.random() < 0.8)
     b.add_input("w", (units, depth), "int8",
                 rng.integers(-127, 128, (units, depth)).astype(np.int8), wq, Role.WEIGHT,
                 const=True)
-    return b.op("fully_connected_grad_input", b.grad_outputs("dx", (rows, depth)),
-                {"mode": "fp32", "forward": "f"})
+    graph, inputs = b.op("fully_connected_grad_input", b.grad_outputs("dx", (rows, depth)),
+                         {"mode": mode, "forward": "f"})
+    if mode == "int8" and rng.random() < 0.4:                # weights training changes
+        graph.metadata[MUTABLE] = ["w"]
+    return graph, inputs
 
 
 def _fc_grad_weight(rng: Rng) -> tc.Case:
@@ -199,6 +207,19 @@ def _bias_grad(rng: Rng) -> tc.Case:
     return b.op("bias_grad", b.grad_outputs("db", (c,), "int32"), {"mode": "int8", "forward": "f"})
 
 
+def _grad_add(rng: Rng) -> tc.Case:
+    """int8 gradient sums (the arm loops; fp32 goes to ref): exponents 0 to 18 apart (16 is
+    the arm form's last, 17 and 18 go to ref), sizes up to 3,000 values, all-zero inputs in a
+    tenth of the cases (grad_input)."""
+    b = tc._Builder("int8")
+    shape = (1, int(rng.integers(1, 30)), int(rng.integers(1, 100)))
+    b.grad_input(rng, "g1", shape)
+    b.grad_input(rng, "g2", shape)
+    b.values[1][0] = b.values[3][0] + int(rng.choice([0, 1, 5, 15, 16, 17, 18]) *
+                                          rng.choice([-1, 1]))
+    return b.op("grad_add", b.grad_outputs("g", shape), {"mode": "int8"})
+
+
 def _mask_grad(rng: Rng) -> tc.Case:
     """Masked gradients of both modes, sizes around multiples of eight."""
     return tc.TRAIN_CASES["mask_grad"](rng, "int8" if rng.random() < 0.5 else "fp32")
@@ -219,6 +240,7 @@ FAMILIES: dict[str, Callable[[Rng], tc.Case]] = {
     "mask_grad": _mask_grad,
     "act_mask": _act_mask,
     "bias_grad": _bias_grad,
+    "grad_add": _grad_add,
     "conv2d_grad_input": _conv_grad_input,
     "conv2d_grad_weight": _grad_weight,
     "fully_connected_grad_input": _fc_grad_input,

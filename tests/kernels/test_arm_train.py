@@ -22,7 +22,7 @@ IMAGE_CASE_BYTES = 256 * 1024
 TARGET_SOURCES = ("arm/pe_train_f32_arm.c", "arm/pe_mask_s8_arm.c", "ref/pe_mask_s8.c",
                   "ref/pe_mask_f32.c", "arm/pe_update_f32_arm.c", "ref/pe_sgd_update_f32.c",
                   "arm/pe_update_s8_arm.c", "ref/pe_sgd_update_s8.c", "arm/pe_grad_s8_arm.c",
-                  "arm/pe_merge_rows_arm.c")
+                  "arm/pe_merge_rows_arm.c", "arm/pe_grad_add_s8_arm.c", "ref/pe_grad_add_s8.c")
 
 
 def _arm_or_ref(target: Target | None = None):

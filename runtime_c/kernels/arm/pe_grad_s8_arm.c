@@ -221,6 +221,34 @@ void pe_conv2d_grad_input_s8_arm(const pe_context *ctx, const pe_conv_grad_param
 
 
 
+/* pe_fully_connected_grad_input_s8_arm - the int8 input gradient of a fully connected layer
+ * (pe_fully_connected_grad_s8.c): the pointwise kernel above over dy's rows as positions, the
+ * units as output channels and the depth (even) as input channels; same stream, prescale
+ * words and scratch. */
+void pe_fully_connected_grad_input_s8_arm(const pe_context *ctx,
+                                          const pe_grad_input_quant *quant,
+                                          const int32_t *stream, const int32_t *pre,
+                                          const pe_dims *dy_dims, const int8_t *dy,
+                                          const int32_t *dy_exp, const pe_dims *filter_dims,
+                                          const int8_t *filter, const pe_dims *dx_dims,
+                                          int8_t *dx, int32_t *dx_exp)
+{
+    pe_dims g, f, x;
+    g.n = dy_dims->n;
+    g.h = 1;
+    g.w = 1;
+    g.c = filter_dims->n;
+    f.n = filter_dims->n;
+    f.h = 1;
+    f.w = 1;
+    f.c = filter_dims->c;
+    x = g;
+    x.c = filter_dims->c;
+    (void)dx_dims;
+    pe_conv2d_grad_input_s8_arm(ctx, 0, quant, stream, pre, &g, dy, dy_exp, &f, filter, &x, dx,
+                                dx_exp);
+}
+
 /* pe_depthwise_conv2d_grad_input_s8_arm - the input gradient of a depthwise convolution (depth
  * multiplier 1, dilation 1, any window, stride and padding), gathered: every dy position's
  * prescaled row is computed once (one int16 per channel, in SXTB16's pair order, rows of C
