@@ -595,6 +595,15 @@ def own_board_file(board: str) -> bytes | None:
 
 
 
+def read_constant_bytes(lg: LoweredGraph) -> int:
+    """Flash for the constants some kernel call of the plan reads: a record that carries a
+    packed copy of a weight (an arm stream) may not pass the weight itself, and the board link
+    (--gc-sections) drops a constant nothing reads."""
+    used = {t for call in lg.calls for t in call.tensors()}
+    return sum(align_up(p.nbytes, lg.plan.alignment)
+               for t, p in lg.plan.pool("constant").items() if t in used)
+
+
 def project_memory(board: Any, infer: LoweredGraph, train: LoweredGraph | None,
                    data: Any = None) -> dict[str, int]:
     """What a project of these plans needs on ``board``: SRAM (the arena, shared by
@@ -607,7 +616,9 @@ def project_memory(board: Any, infer: LoweredGraph, train: LoweredGraph | None,
            "params": train.plan.params_bytes if train else 0,
            "stack": board.stack if device else 0,
            "harness": g.tensors[g.outputs[0]].nbytes + HARNESS_RAM_BYTES if device else 0,
-           "constants": max(infer.plan.constant_bytes, train.plan.flash_bytes if train else 0),
+           "constants": max(read_constant_bytes(infer),
+                            read_constant_bytes(train) + train.plan.param_image_bytes
+                            if train else 0),
            "kernel_tables": kernel_table_bytes(infer, train),
            "data": data.summary()["flash_bytes"] if data is not None else 0}
     out["sram"] = out["arena"] + out["params"] + out["stack"] + out["harness"]

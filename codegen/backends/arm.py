@@ -219,6 +219,24 @@ def raw_stream(weight: np.ndarray) -> np.ndarray:
     return np.concatenate([np.zeros((rows // 2, 4), np.int64), words], axis=1).reshape(-1)
 
 
+def raw16_stream(weight: np.ndarray) -> np.ndarray:
+    """The stream of pe_arm_raw16_pairs (arm/pe_arm_conv.h) for int8 rows (out, k), an even
+    count, as int32 words: per pair of rows four zero words, then per group of four values
+    row 0's four int16 weights in SXTB16's pair order (w0, w2, w1, w3), then row 1's (k padded
+    with zeros to a multiple of eight)."""
+    w = np.asarray(weight, dtype=np.int64)
+    rows, k = w.shape
+    k8 = -(-k // 8) * 8
+    padded = np.zeros((rows, k8), np.int64)
+    padded[:, :k] = w
+    slots = padded.reshape(rows, k8 // 4, 4)[:, :, [0, 2, 1, 3]]
+    pairs = slots.reshape(rows // 2, 2, k8 // 4, 4).transpose(0, 2, 1, 3)
+    halves = pairs.reshape(rows // 2, -1, 2) & 0xFFFF
+    words = (halves[..., 0] | (halves[..., 1] << 16)).astype(np.uint32).view(np.int32)
+    return np.concatenate([np.zeros((rows // 2, 4), np.int64), words.astype(np.int64)],
+                          axis=1).reshape(-1)
+
+
 def _natural_blocks(w: np.ndarray) -> np.ndarray:
     """Rows (out, k) of int16 values, an even count, as the natural stream's weights: per pair
     of rows and block of eight values row 0's eight, then row 1's (k padded with zeros to a
@@ -841,8 +859,9 @@ def _first(*builders: Builder) -> Builder:
 def _grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     """The int8 backward's input gradient of a pointwise conv or an FC layer (pe_grad_s8_arm.c:
     dy's rows are an FC's positions) with an even number of input channels: the transposed
-    weights as a raw stream (int8, as many bytes in flash as the weights; built in the scratch
-    at run time when training changes them); scratch two int16 columns and the int32 sums."""
+    weights as a raw stream, int16 in flash for frozen weights (twice their bytes; the int8
+    weights themselves are then not referenced: NULL), int8 built in the scratch at run time
+    when training changes them; scratch two int16 columns and the int32 sums."""
     ref = train_kernel_call(graph, op, batch)
     fc = ref.kernel == "pe_fully_connected_grad_input_s8"
     if not fc and (ref.kernel != "pe_conv2d_grad_input_s8" or
@@ -857,13 +876,16 @@ def _grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCa
     k8 = (o_n + 7) & ~7
     scratch = 2 * k8 * 2 + (positions + 1) * c_n * 4
     stream: Arg
+    args = ref.args
     if w.data is None or w.name in mutable_tensors(graph):
         stream = NullArg("const int32_t *")             # built at run time, in the scratch
         scratch += c_n // 2 * (16 + 2 * k8)
     else:
-        stream = ArrayArg(int32_array("stream", raw_stream(
+        stream = ArrayArg(int32_array("stream", raw16_stream(
             np.asarray(w.data, np.int8).reshape(o_n, c_n).T)))
-    args = _insert_after(ref.args, "quant", ("stream", stream))
+        args = tuple((n, NullArg("const int8_t *")) if n == "filter" else (n, a)
+                     for n, a in args)
+    args = _insert_after(args, "quant", ("stream", stream))
     return replace(ref, kernel=ref.kernel + SUFFIX, scratch_bytes=scratch,
                    args=_insert_after(args, "stream", ("pre", _prescale_arg(ref))))
 
@@ -891,22 +913,17 @@ def _prescale_arg(ref: KernelCall) -> Arg:
 
 
 def _dw_grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
-    """The int8 backward's depthwise input gradient (multiplier 1, dilation 1): gathered into
-    int32 sums (scratch: one per dx value, the prescaled dy rows as int16 rows of C rounded up
-    to 4, and two int32 per tap)."""
+    """The int8 backward's depthwise input gradient (multiplier 1, dilation 1): scattered
+    into int32 sums (scratch: one per dx value, and an int16 row of prescaled dy)."""
     ref = train_kernel_call(graph, op, batch)
     if ref.kernel != "pe_depthwise_conv2d_grad_input_s8":
         return None
-    p, dx, dy = _struct(ref, "params"), _struct(ref, "dx_dims"), _struct(ref, "dy_dims")
-    f = _struct(ref, "filter_dims")
+    p, dx = _struct(ref, "params"), _struct(ref, "dx_dims")
     if int(p["ch_mult"]) != 1 or _tile(p["dilation"]) != (1, 1):
         return None
     total = int(dx["n"]) * int(dx["h"]) * int(dx["w"]) * int(dx["c"])
-    rows = int(dy["n"]) * int(dy["h"]) * int(dy["w"])
-    c4 = (int(dx["c"]) + 3) & ~3
-    taps = int(f["h"]) * int(f["w"])
     return replace(ref, kernel=ref.kernel + SUFFIX,
-                   scratch_bytes=total * 4 + rows * c4 * 2 + taps * 8,
+                   scratch_bytes=total * 4 + ((int(dx["c"]) + 3) & ~3) * 2,
                    args=_insert_after(ref.args, "quant", ("pre", _prescale_arg(ref))))
 
 

@@ -48,3 +48,34 @@ def test_host_project_under_sanitizers_equals_golden(model, tmp_path):
     t = graph.tensors[graph.inputs[0]]
     x = np.random.default_rng(6).integers(-128, 128, (3, *t.shape[1:]), dtype=np.int8)
     assert np.array_equal(pipeline.run_host_infer(build, x), golden.run(graph, x)[0])
+
+
+KWS_INT8_SPEC = "bias:last6+weight:last2,opt=sgd,lr=0.01,backward=int8"
+
+
+@pytest.mark.emulator
+def test_kws_int8_fine_tune_on_the_m7_equals_golden(tmp_path):
+    """The int8 backward of a depthwise-separable model on the Cortex-M7 (pointwise input
+    gradients over frozen weights' int16 streams, depthwise input gradients gathered, the FC
+    input gradient, bias gradients, plain SGD): the golden model's params_sha256 and losses
+    after a few steps."""
+    from codegen.fit import fit_model
+
+    b = runnable("mps2-an500")
+    graph = _graph("kws_ref_model")
+    t = graph.tensors[graph.inputs[0]]
+    rng = np.random.default_rng(4)
+    train = {"x": rng.integers(-128, 128, (4, *t.shape[1:]), dtype=np.int8),
+             "y": rng.integers(0, 12, 4)}
+    want = fit_model(graph, KWS_INT8_SPEC, train, None, epochs=1, seed=0, engine="golden")
+    run = fit_model(graph, KWS_INT8_SPEC, train, None, epochs=1, seed=0, engine=b.name,
+                    keep_dir=tmp_path)
+    assert run["steps"] == want["steps"] == 4
+    assert run["params_sha256"] == want["params_sha256"]
+    assert np.array_equal(np.asarray(run["loss"], np.float32).view(np.uint32),
+                          np.asarray(want["loss"], np.float32).view(np.uint32))
+    import json
+    manifest = json.loads(next(tmp_path.rglob("pockengine.json")).read_text())
+    kernels = {o["kernel"] for o in manifest["training"]["ops"]}
+    assert {"pe_conv2d_grad_input_s8_arm", "pe_depthwise_conv2d_grad_input_s8_arm",
+            "pe_bias_grad_s8_arm", "pe_sgd_update_s8_s32_arm"} <= kernels, kernels

@@ -360,13 +360,13 @@ PE_ARM_INLINE void pe_arm_conv_pixels(const int16_t *cols, int32_t two, const in
     "ldrd %[t0], %[t1], [%[wp]], #8\n\t"                 \
     PE_ARM_SX_DOTS("t0", "st", "a0", "b0")               \
     PE_ARM_SX_DOTS("t1", "st", "a1", "b1")
-#define PE_ARM_RAW_ASM                                                                \
+#define PE_ARM_RAW_LOOP(group)                                                        \
     __asm__ volatile(                                                                 \
         "sub sp, sp, #24\n\t"                                                         \
         PE_ARM_PAIR_FRAME                                                             \
         PE_ARM_FAST_BIAS                                                              \
         "ldrd %[xp], %[xe], [sp]\n\t"                                                 \
-        "3:\n\t" PE_ARM_RAW_GROUP PE_ARM_RAW_GROUP                                    \
+        "3:\n\t" group group                                                          \
         "cmp %[xp], %[xe]\n\t"                                                        \
         "bne 3b\n\t"                                                                  \
         "ldrd %[xp], %[xe], [sp, #8]\n\t"                                             \
@@ -378,6 +378,10 @@ PE_ARM_INLINE void pe_arm_conv_pixels(const int16_t *cols, int32_t two, const in
         "bne 2b\n\t"                                                                  \
         "add sp, sp, #24\n\t"                                                         \
         PE_ARM_PAIR_OPERANDS)
+#define PE_ARM_RAW_ASM PE_ARM_RAW_LOOP(PE_ARM_RAW_GROUP)
+/* the raw int16 form (pe_arm_raw16_pairs): per group both rows' four int16 weights in
+ * SXTB16's pair order (16 bytes), read as they are (the forward's W16 group) */
+#define PE_ARM_RAW16_ASM PE_ARM_RAW_LOOP(PE_ARM_W16_GROUP)
 #endif
 
 #if PE_ARM_DSP
@@ -487,6 +491,50 @@ PE_ARM_INLINE void pe_arm_raw_pairs(const int16_t *cols, int32_t groups, const i
             for (j = 0; j < 2; ++j) {
                 const uint32_t u = pe_arm_ld32(w + 4 * j);
                 const uint32_t lo = pe_arm_sxtb16(u), hi = pe_arm_sxtb16_ror8(u);
+                acc[j] = pe_arm_smlad(xa1, hi, pe_arm_smlad(xa0, lo, acc[j]));
+                acc[2 + j] = pe_arm_smlad(xb1, hi, pe_arm_smlad(xb0, lo, acc[2 + j]));
+            }
+        }
+        oa[2 * p] = acc[0];
+        oa[2 * p + 1] = acc[1];
+        ob[2 * p] = acc[2];
+        ob[2 * p + 1] = acc[3];
+    }
+#endif
+}
+
+/* pe_arm_raw_pairs over a raw int16 stream (four zero words, then per pair of channels and
+ * group of four values row 0's four int16 weights in SXTB16's pair order (w0, w2, w1, w3),
+ * then row 1's; groups padded with zeros to an even count): no SXTB16 in the loop, twice the
+ * stream's bytes (codegen/backends/arm.py raw16_stream). */
+PE_ARM_INLINE void pe_arm_raw16_pairs(const int16_t *cols, int32_t groups, const int32_t *s,
+                                      int32_t *oa, int32_t *ob, int32_t pairs)
+{
+    const int32_t per_pair = 4 + 4 * groups;
+#if PE_ARM_DSP
+    uintptr_t frame[6];
+    const int32_t *const w = s;
+    pe_arm_pair_frame(frame, cols, groups, oa, ob, s + pairs * per_pair, 0);
+    if (pairs > 0) {
+        PE_ARM_PAIR_REGS;
+        PE_ARM_RAW16_ASM;
+        PE_ARM_PAIR_UNUSED;
+    }
+#else
+    int32_t p, g, j;
+    for (p = 0; p < pairs; ++p, s += per_pair) {
+        const int32_t *w = s + 4;
+        int32_t acc[4];                                   /* a0, a1, b0, b1 */
+        acc[0] = s[0];
+        acc[1] = s[1];
+        acc[2] = s[2];
+        acc[3] = s[3];
+        for (g = 0; g < groups; ++g, w += 4) {
+            const int16_t *x = cols + 8 * g;
+            const uint32_t xa0 = pe_arm_ld32(x), xa1 = pe_arm_ld32(x + 2);
+            const uint32_t xb0 = pe_arm_ld32(x + 4), xb1 = pe_arm_ld32(x + 6);
+            for (j = 0; j < 2; ++j) {
+                const uint32_t lo = (uint32_t)w[2 * j], hi = (uint32_t)w[2 * j + 1];
                 acc[j] = pe_arm_smlad(xa1, hi, pe_arm_smlad(xa0, lo, acc[j]));
                 acc[2 + j] = pe_arm_smlad(xb1, hi, pe_arm_smlad(xb0, lo, acc[2 + j]));
             }

@@ -10,15 +10,17 @@
  *   acc[p, c] = sum over o of dys[p, o] * w[o, c]        (int32, exact in any order)
  *   (dx, e_dx) = rescale(acc, e - b, M_ref, k_ref)
  *
- * The sums are the forward's pair loop (pe_arm_raw_pairs): two positions' prescaled dy rows as
- * the two int16 columns, the stream (codegen/backends/arm.py) the transposed weights, int8,
- * per pair of input channels. They are kept in the scratch (int32, one
- * per dx value), so that the range pass of the rescale reads them instead of summing twice.
+ * The sums are the forward's pair loop: two positions' prescaled dy rows as the two int16
+ * columns, the stream the transposed weights per pair of input channels: `stream` (frozen
+ * weights, codegen/backends/arm.py raw16_stream) as int16 (pe_arm_raw16_pairs; `filter` may
+ * then be NULL), or, when `stream` is NULL (weights that training changes), as int8 built
+ * from `filter` at run time (pe_arm_raw_pairs). They are kept in the scratch (int32, one per
+ * dx value), so that the range pass of the rescale reads them instead of summing twice.
  * Scratch: two int16 columns of the output channels rounded up to a multiple of 8, then
  * (N * H * W + 1) * C int32 (a spare row for the partner of a last unpaired position), and
- * when `stream` is NULL (weights that training changes) the stream built at run time: C / 2
- * times (16 + 2 * that rounded count) bytes. `pre`: the prescale's words per output channel
- * (pe_arm_prescale), or NULL for pe_requant.h's MBQM.
+ * when `stream` is NULL the int8 stream: C / 2 times (16 + 2 * that rounded count) bytes.
+ * `pre`: the prescale's words per output channel (pe_arm_prescale), or NULL for
+ * pe_requant.h's MBQM.
  */
 #include "pe_arm_conv.h"
 #include "pe_arm_kernels.h"
@@ -169,10 +171,11 @@ void pe_conv2d_grad_input_s8_arm(const pe_context *ctx, const pe_conv_grad_param
     int16_t *const cols = (int16_t *)ctx->buf;
     int32_t *const acc = (int32_t *)(void *)(cols + 2 * k8);
     const int32_t total = positions * c_n;
+    const int wide = stream != 0;
     int32_t p, j, o, i;
     (void)params;
     (void)filter_dims;
-    if (stream == 0) {
+    if (!wide) {
         /* weights that training changes: the stream of their transpose, built into the
          * scratch after the sums (per pair of input channels four zero words, then per group
          * of four output channels the pair's four bytes each) */
@@ -213,8 +216,13 @@ void pe_conv2d_grad_input_s8_arm(const pe_context *ctx, const pe_conv_grad_param
             }
         }
         /* a last unpaired position: its zero partner's sums go to the spare row */
-        pe_arm_raw_pairs(cols, k8 >> 2, stream, acc + p * c_n,
-                         acc + (p + 1 < positions ? p + 1 : positions) * c_n, c_n >> 1);
+        if (wide) {
+            pe_arm_raw16_pairs(cols, k8 >> 2, stream, acc + p * c_n,
+                               acc + (p + 1 < positions ? p + 1 : positions) * c_n, c_n >> 1);
+        } else {
+            pe_arm_raw_pairs(cols, k8 >> 2, stream, acc + p * c_n,
+                             acc + (p + 1 < positions ? p + 1 : positions) * c_n, c_n >> 1);
+        }
     }
     pe_arm_rescale_sums(acc, total, quant, *dy_exp, dx, dx_exp);
 }
@@ -250,13 +258,10 @@ void pe_fully_connected_grad_input_s8_arm(const pe_context *ctx,
 }
 
 /* pe_depthwise_conv2d_grad_input_s8_arm - the input gradient of a depthwise convolution (depth
- * multiplier 1, dilation 1, any window, stride and padding), gathered: every dy position's
- * prescaled row is computed once (one int16 per channel, in SXTB16's pair order, rows of C
- * rounded up to 4), then each dx position sums over the taps that reach it (dy position
- * ((iy + pad - ky) / stride, ...) where that divides and lies inside dy) its four channels a
- * step in registers (SMLABB, SMLATT against the tap's weights), and stores the int32 sums for
- * the rescale. Scratch: N * H * W * C int32 (the sums), the prescaled dy rows, and two int32
- * per tap (the taps of one dx position: the offsets of their dy row and of their weights). */
+ * multiplier 1, dilation 1, any window, stride and padding), scattered: each dy position's
+ * prescaled row (one int16 per channel, in SXTB16's pair order) times each tap's weight row is
+ * added to the int32 sums of the input position the tap reads, four channels a step (SMLABB,
+ * SMLATT). Scratch: N * H * W * C int32 (the sums) and C int16 rounded up to 4. */
 void pe_depthwise_conv2d_grad_input_s8_arm(const pe_context *ctx,
                                            const pe_dw_conv_grad_params *params,
                                            const pe_grad_input_quant *quant,
@@ -266,70 +271,54 @@ void pe_depthwise_conv2d_grad_input_s8_arm(const pe_context *ctx,
                                            const pe_dims *dx_dims, int8_t *dx, int32_t *dx_exp)
 {
     const int32_t c_n = dx_dims->c, in_h = dx_dims->h, in_w = dx_dims->w;
-    const int32_t o_h = dy_dims->h, o_w = dy_dims->w, c4 = (c_n + 3) & ~3;
     const int32_t k_h = filter_dims->h, k_w = filter_dims->w;
-    const int32_t s_h = params->stride.h, s_w = params->stride.w;
     const int32_t total = dx_dims->n * in_h * in_w * c_n;
-    const int32_t rows = dy_dims->n * o_h * o_w;
     int32_t *const acc = (int32_t *)ctx->buf;
     int16_t *const dys = (int16_t *)(void *)(acc + total);
-    int32_t *const taps = (int32_t *)(void *)(dys + rows * c4);
-    int32_t n, iy, ix, ky, kx, c, t, i;
-    for (i = 0; i < rows; ++i) {
-        if (pre != 0) {
-            pe_arm_prescale_groups(dys + i * c4, 4, dy + i * c_n, c_n, pre);
-        } else {
-            pe_arm_prescale_row(dys + i * c4, dy + i * c_n, c_n, quant, pre, 1);
-        }
+    int32_t n, oy, ox, ky, kx, c, i;
+    for (i = 0; i < total; ++i) {
+        acc[i] = 0;
     }
-    for (n = 0; n < dx_dims->n; ++n) {
-        for (iy = 0; iy < in_h; ++iy) {
-            for (ix = 0; ix < in_w; ++ix) {
-                int32_t *const a = acc + ((n * in_h + iy) * in_w + ix) * c_n;
-                int32_t count = 0;
+    for (n = 0; n < dy_dims->n; ++n) {
+        for (oy = 0; oy < dy_dims->h; ++oy) {
+            for (ox = 0; ox < dy_dims->w; ++ox) {
+                const int8_t *const g = dy + ((n * dy_dims->h + oy) * dy_dims->w + ox) * c_n;
+                if (pre != 0) {
+                    pe_arm_prescale_groups(dys, 4, g, c_n, pre);
+                } else {
+                    pe_arm_prescale_row(dys, g, c_n, quant, pre, 1);
+                }
                 for (ky = 0; ky < k_h; ++ky) {
-                    const int32_t ty = iy + params->padding.h - ky;
-                    const int32_t oy = ty / s_h;
-                    if (ty < 0 || oy * s_h != ty || oy >= o_h) {
+                    const int32_t iy = oy * params->stride.h - params->padding.h + ky;
+                    if (iy < 0 || iy >= in_h) {
                         continue;
                     }
                     for (kx = 0; kx < k_w; ++kx) {
-                        const int32_t tx = ix + params->padding.w - kx;
-                        const int32_t ox = tx / s_w;
-                        if (tx < 0 || ox * s_w != tx || ox >= o_w) {
+                        const int32_t ix = ox * params->stride.w - params->padding.w + kx;
+                        int32_t *a;
+                        const int8_t *w;
+                        if (ix < 0 || ix >= in_w) {
                             continue;
                         }
-                        taps[2 * count] = ((n * o_h + oy) * o_w + ox) * c4;
-                        taps[2 * count + 1] = (ky * k_w + kx) * c_n;
-                        ++count;
+                        a = acc + ((n * in_h + iy) * in_w + ix) * c_n;
+                        w = filter + (ky * k_w + kx) * c_n;
+                        /* four channels a step: the weights' SXTB16 pairs (c, c+2), (c+1,
+                         * c+3) against the prescaled row in the same order */
+                        for (c = 0; c + 4 <= c_n; c += 4) {
+                            const uint32_t u = pe_arm_ld32(w + c);
+                            const uint32_t e0 = pe_arm_sxtb16(u), e1 = pe_arm_sxtb16_ror8(u);
+                            const uint32_t d0 = pe_arm_ld32(dys + c), d1 = pe_arm_ld32(dys + c + 2);
+                            a[c] = pe_arm_smlabb(d0, e0, a[c]);
+                            a[c + 2] = pe_arm_smlatt(d0, e0, a[c + 2]);
+                            a[c + 1] = pe_arm_smlabb(d1, e1, a[c + 1]);
+                            a[c + 3] = pe_arm_smlatt(d1, e1, a[c + 3]);
+                        }
+                        for (; c < c_n; ++c) {
+                            a[c] = pe_s32_from_u32((uint32_t)a[c]
+                                                   + (uint32_t)((int32_t)dys[pe_arm_slot(c)]
+                                                                * w[c]));
+                        }
                     }
-                }
-                /* four channels a step: the weights' SXTB16 pairs (c, c+2), (c+1, c+3)
-                 * against the prescaled rows in the same order */
-                for (c = 0; c + 4 <= c_n; c += 4) {
-                    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-                    for (t = 0; t < count; ++t) {
-                        const uint32_t u = pe_arm_ld32(filter + taps[2 * t + 1] + c);
-                        const uint32_t e0 = pe_arm_sxtb16(u), e1 = pe_arm_sxtb16_ror8(u);
-                        const int16_t *const d = dys + taps[2 * t] + c;
-                        const uint32_t d0 = pe_arm_ld32(d), d1 = pe_arm_ld32(d + 2);
-                        s0 = pe_arm_smlabb(d0, e0, s0);
-                        s2 = pe_arm_smlatt(d0, e0, s2);
-                        s1 = pe_arm_smlabb(d1, e1, s1);
-                        s3 = pe_arm_smlatt(d1, e1, s3);
-                    }
-                    a[c] = s0;
-                    a[c + 1] = s1;
-                    a[c + 2] = s2;
-                    a[c + 3] = s3;
-                }
-                for (; c < c_n; ++c) {
-                    uint32_t sum = 0;
-                    for (t = 0; t < count; ++t) {
-                        sum += (uint32_t)((int32_t)dys[taps[2 * t] + pe_arm_slot(c)]
-                                          * filter[taps[2 * t + 1] + c]);
-                    }
-                    a[c] = pe_s32_from_u32(sum);
                 }
             }
         }
