@@ -257,6 +257,51 @@ void pe_fully_connected_grad_input_s8_arm(const pe_context *ctx,
                                 dx_exp);
 }
 
+/* a[c] += d[slot(c)] * w[c] for c < n (a multiple of four), four channels a step: the weights'
+ * SXTB16 pairs (c, c+2), (c+1, c+3) against the prescaled row in the same order (SMLABB,
+ * SMLATT), the sums loaded and stored two at a time */
+static inline void pe_arm_dw_scatter(int32_t *a, const int16_t *d, const int8_t *w, int32_t n)
+{
+#if PE_ARM_DSP
+    const int32_t *const end = a + n;
+    uint32_t a0, a1, a2, a3, u, e, d0, d1;
+    if (n <= 0) {
+        return;
+    }
+    __asm__ volatile(
+        "1:\n\t"
+        "ldr %[u], [%[w]], #4\n\t"
+        "ldrd %[d0], %[d1], [%[d]], #8\n\t"
+        "ldrd %[a0], %[a1], [%[a]]\n\t"
+        "ldrd %[a2], %[a3], [%[a], #8]\n\t"
+        "sxtb16 %[e], %[u]\n\t"
+        "sxtb16 %[u], %[u], ror #8\n\t"
+        "smlabb %[a0], %[d0], %[e], %[a0]\n\t"
+        "smlatt %[a2], %[d0], %[e], %[a2]\n\t"
+        "smlabb %[a1], %[d1], %[u], %[a1]\n\t"
+        "smlatt %[a3], %[d1], %[u], %[a3]\n\t"
+        "strd %[a2], %[a3], [%[a], #8]\n\t"
+        "strd %[a0], %[a1], [%[a]], #16\n\t"
+        "cmp %[a], %[end]\n\t"
+        "bne 1b\n\t"
+        : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [u] "=&r"(u),
+          [e] "=&r"(e), [d0] "=&r"(d0), [d1] "=&r"(d1), [a] "+r"(a), [d] "+r"(d), [w] "+r"(w)
+        : [end] "r"(end)
+        : "cc", "memory");
+#else
+    int32_t c;
+    for (c = 0; c < n; c += 4) {
+        const uint32_t u = pe_arm_ld32(w + c);
+        const uint32_t e0 = pe_arm_sxtb16(u), e1 = pe_arm_sxtb16_ror8(u);
+        const uint32_t d0 = pe_arm_ld32(d + c), d1 = pe_arm_ld32(d + c + 2);
+        a[c] = pe_arm_smlabb(d0, e0, a[c]);
+        a[c + 2] = pe_arm_smlatt(d0, e0, a[c + 2]);
+        a[c + 1] = pe_arm_smlabb(d1, e1, a[c + 1]);
+        a[c + 3] = pe_arm_smlatt(d1, e1, a[c + 3]);
+    }
+#endif
+}
+
 /* pe_depthwise_conv2d_grad_input_s8_arm - the input gradient of a depthwise convolution (depth
  * multiplier 1, dilation 1, any window, stride and padding), scattered: each dy position's
  * prescaled row (one int16 per channel, in SXTB16's pair order) times each tap's weight row is
@@ -302,18 +347,8 @@ void pe_depthwise_conv2d_grad_input_s8_arm(const pe_context *ctx,
                         }
                         a = acc + ((n * in_h + iy) * in_w + ix) * c_n;
                         w = filter + (ky * k_w + kx) * c_n;
-                        /* four channels a step: the weights' SXTB16 pairs (c, c+2), (c+1,
-                         * c+3) against the prescaled row in the same order */
-                        for (c = 0; c + 4 <= c_n; c += 4) {
-                            const uint32_t u = pe_arm_ld32(w + c);
-                            const uint32_t e0 = pe_arm_sxtb16(u), e1 = pe_arm_sxtb16_ror8(u);
-                            const uint32_t d0 = pe_arm_ld32(dys + c), d1 = pe_arm_ld32(dys + c + 2);
-                            a[c] = pe_arm_smlabb(d0, e0, a[c]);
-                            a[c + 2] = pe_arm_smlatt(d0, e0, a[c + 2]);
-                            a[c + 1] = pe_arm_smlabb(d1, e1, a[c + 1]);
-                            a[c + 3] = pe_arm_smlatt(d1, e1, a[c + 3]);
-                        }
-                        for (; c < c_n; ++c) {
+                        pe_arm_dw_scatter(a, dys, w, c_n & ~3);
+                        for (c = c_n & ~3; c < c_n; ++c) {
                             a[c] = pe_s32_from_u32((uint32_t)a[c]
                                                    + (uint32_t)((int32_t)dys[pe_arm_slot(c)]
                                                                 * w[c]));
