@@ -90,7 +90,13 @@ static inline void pe_arm_st32(void *p, uint32_t v)
 
 static inline uint32_t pe_arm_pack16(int32_t lo, int32_t hi)
 {
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(__GNUC__)
+    uint32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(lo), "r"(hi));
+    return r;
+#else
     return ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16);
+#endif
 }
 
 static inline int32_t pe_arm_lo16(uint32_t v)

@@ -47,10 +47,15 @@ PE_ARM_INLINE void pe_arm_plane(int16_t *plane, const int8_t *in, int32_t in_h, 
             row[px] = pad;
         }
         if (px < x1) {
+            /* two values a step, stored as one word */
             const int8_t *src = in + (iy * in_w + (x0 - pad_w)) * chans;
             PE_ARM_UNROLL(4)
-            for (; px < x1; ++px, src += chans) {
-                row[px] = (int16_t)(((int32_t)*src + offset) * scale);
+            for (; px + 2 <= x1; px += 2, src += 2 * chans) {
+                pe_arm_st32(row + px, pe_arm_pack16(((int32_t)src[0] + offset) * scale,
+                                                    ((int32_t)src[chans] + offset) * scale));
+            }
+            if (px < x1) {
+                row[px++] = (int16_t)(((int32_t)*src + offset) * scale);
             }
         }
         for (; px < wp; ++px) {
