@@ -220,10 +220,10 @@ def raw_stream(weight: np.ndarray) -> np.ndarray:
 
 
 def raw16_stream(weight: np.ndarray) -> np.ndarray:
-    """The stream of pe_arm_raw16_pairs (arm/pe_arm_conv.h) for int8 rows (out, k), an even
-    count, as int32 words: per pair of rows four zero words, then per group of four values
-    row 0's four int16 weights in SXTB16's pair order (w0, w2, w1, w3), then row 1's (k padded
-    with zeros to a multiple of eight)."""
+    """The stream of pe_arm_raw_pairs with ``wide`` (arm/pe_arm_conv.h) for int8 rows (out,
+    k), an even count, as int32 words: per pair of rows four zero words, then per group of four
+    values row 0's four int16 weights in SXTB16's pair order (w0, w2, w1, w3), then row 1's
+    (k padded with zeros to a multiple of eight)."""
     w = np.asarray(weight, dtype=np.int64)
     rows, k = w.shape
     k8 = -(-k // 8) * 8

@@ -53,6 +53,18 @@ static inline void pe_range_add(pe_range *r, int32_t v)
     }
 }
 
+/* Whether q[0..size) is all zero (stops at the first non-zero value). */
+static inline int pe_all_zero(int32_t size, const int8_t *q)
+{
+    int32_t i;
+    for (i = 0; i < size; ++i) {
+        if (q[i] != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* |x| as an unsigned (exact for INT32_MIN). */
 static inline uint32_t pe_abs_u32(int32_t x)
 {

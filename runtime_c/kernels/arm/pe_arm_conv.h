@@ -379,7 +379,7 @@ PE_ARM_INLINE void pe_arm_conv_pixels(const int16_t *cols, int32_t two, const in
         "add sp, sp, #24\n\t"                                                         \
         PE_ARM_PAIR_OPERANDS)
 #define PE_ARM_RAW_ASM PE_ARM_RAW_LOOP(PE_ARM_RAW_GROUP)
-/* the raw int16 form (pe_arm_raw16_pairs): per group both rows' four int16 weights in
+/* the raw int16 form (pe_arm_raw_pairs, wide): per group both rows' four int16 weights in
  * SXTB16's pair order (16 bytes), read as they are (the forward's W16 group) */
 #define PE_ARM_RAW16_ASM PE_ARM_RAW_LOOP(PE_ARM_W16_GROUP)
 #endif
@@ -459,65 +459,26 @@ PE_ARM_INLINE void pe_arm_w16_pairs(const int16_t *cols, int32_t groups, const i
 }
 
 /* The int32 sums of the pair loop over a raw stream (four zero words, then the weights of each
- * pair of channels as int8: per group of four values row 0's four bytes, then row 1's; groups
- * padded with zeros to an even count; no requantization), stored as they are: oa[c], ob[c]
- * for the pixels of columns 0 and 1 (the int8 backward's input gradients rescale them). */
+ * pair of channels per group of four values: `wide` 0, int8: row 0's four bytes, then row 1's;
+ * `wide` 1, int16 in SXTB16's pair order (w0, w2, w1, w3): row 0's four, then row 1's, read
+ * without SXTB16 (codegen/backends/arm.py raw_stream, raw16_stream); groups padded with zeros
+ * to an even count; no requantization), stored as they are: oa[c], ob[c] for the pixels of
+ * columns 0 and 1 (the int8 backward's input gradients rescale them). */
 PE_ARM_INLINE void pe_arm_raw_pairs(const int16_t *cols, int32_t groups, const int32_t *s,
-                                    int32_t *oa, int32_t *ob, int32_t pairs)
+                                    int32_t *oa, int32_t *ob, int32_t pairs, int32_t wide)
 {
-    const int32_t per_pair = 4 + 2 * groups;
+    const int32_t per_pair = 4 + (wide ? 4 : 2) * groups;
 #if PE_ARM_DSP
     uintptr_t frame[6];
     const int32_t *const w = s;
     pe_arm_pair_frame(frame, cols, groups, oa, ob, s + pairs * per_pair, 0);
     if (pairs > 0) {
         PE_ARM_PAIR_REGS;
-        PE_ARM_RAW_ASM;
-        PE_ARM_PAIR_UNUSED;
-    }
-#else
-    int32_t p, g, j;
-    for (p = 0; p < pairs; ++p, s += per_pair) {
-        const int8_t *w = (const int8_t *)(const void *)(s + 4);
-        int32_t acc[4];                                   /* a0, a1, b0, b1 */
-        acc[0] = s[0];
-        acc[1] = s[1];
-        acc[2] = s[2];
-        acc[3] = s[3];
-        for (g = 0; g < groups; ++g, w += 8) {
-            const int16_t *x = cols + 8 * g;
-            const uint32_t xa0 = pe_arm_ld32(x), xa1 = pe_arm_ld32(x + 2);
-            const uint32_t xb0 = pe_arm_ld32(x + 4), xb1 = pe_arm_ld32(x + 6);
-            for (j = 0; j < 2; ++j) {
-                const uint32_t u = pe_arm_ld32(w + 4 * j);
-                const uint32_t lo = pe_arm_sxtb16(u), hi = pe_arm_sxtb16_ror8(u);
-                acc[j] = pe_arm_smlad(xa1, hi, pe_arm_smlad(xa0, lo, acc[j]));
-                acc[2 + j] = pe_arm_smlad(xb1, hi, pe_arm_smlad(xb0, lo, acc[2 + j]));
-            }
+        if (wide) {
+            PE_ARM_RAW16_ASM;
+        } else {
+            PE_ARM_RAW_ASM;
         }
-        oa[2 * p] = acc[0];
-        oa[2 * p + 1] = acc[1];
-        ob[2 * p] = acc[2];
-        ob[2 * p + 1] = acc[3];
-    }
-#endif
-}
-
-/* pe_arm_raw_pairs over a raw int16 stream (four zero words, then per pair of channels and
- * group of four values row 0's four int16 weights in SXTB16's pair order (w0, w2, w1, w3),
- * then row 1's; groups padded with zeros to an even count): no SXTB16 in the loop, twice the
- * stream's bytes (codegen/backends/arm.py raw16_stream). */
-PE_ARM_INLINE void pe_arm_raw16_pairs(const int16_t *cols, int32_t groups, const int32_t *s,
-                                      int32_t *oa, int32_t *ob, int32_t pairs)
-{
-    const int32_t per_pair = 4 + 4 * groups;
-#if PE_ARM_DSP
-    uintptr_t frame[6];
-    const int32_t *const w = s;
-    pe_arm_pair_frame(frame, cols, groups, oa, ob, s + pairs * per_pair, 0);
-    if (pairs > 0) {
-        PE_ARM_PAIR_REGS;
-        PE_ARM_RAW16_ASM;
         PE_ARM_PAIR_UNUSED;
     }
 #else
@@ -529,12 +490,14 @@ PE_ARM_INLINE void pe_arm_raw16_pairs(const int16_t *cols, int32_t groups, const
         acc[1] = s[1];
         acc[2] = s[2];
         acc[3] = s[3];
-        for (g = 0; g < groups; ++g, w += 4) {
+        for (g = 0; g < groups; ++g, w += wide ? 4 : 2) {
             const int16_t *x = cols + 8 * g;
             const uint32_t xa0 = pe_arm_ld32(x), xa1 = pe_arm_ld32(x + 2);
             const uint32_t xb0 = pe_arm_ld32(x + 4), xb1 = pe_arm_ld32(x + 6);
             for (j = 0; j < 2; ++j) {
-                const uint32_t lo = (uint32_t)w[2 * j], hi = (uint32_t)w[2 * j + 1];
+                const uint32_t u = (uint32_t)w[j];
+                const uint32_t lo = wide ? (uint32_t)w[2 * j] : pe_arm_sxtb16(u);
+                const uint32_t hi = wide ? (uint32_t)w[2 * j + 1] : pe_arm_sxtb16_ror8(u);
                 acc[j] = pe_arm_smlad(xa1, hi, pe_arm_smlad(xa0, lo, acc[j]));
                 acc[2 + j] = pe_arm_smlad(xb1, hi, pe_arm_smlad(xb0, lo, acc[2 + j]));
             }

@@ -10,20 +10,8 @@
 #include "pe_train_kernels.h"
 
 enum {
-    PE_ARM_GRAD_ADD_BITS = 16
+    PE_ARM_GRAD_ADD_BITS = 16            /* ref's PE_GRAD_ADD_BITS */
 };
-
-/* whether q[0..size) is all zero (stops at the first non-zero value) */
-static int pe_arm_all_zero(int32_t size, const int8_t *q)
-{
-    int32_t i;
-    for (i = 0; i < size; ++i) {
-        if (q[i] != 0) {
-            return 0;
-        }
-    }
-    return 1;
-}
 
 void pe_grad_add_s8_arm(int32_t size, const int8_t *g1, const int32_t *g1_exp, const int8_t *g2,
                         const int32_t *g2_exp, int8_t *g, int32_t *g_exp)
@@ -32,7 +20,7 @@ void pe_grad_add_s8_arm(int32_t size, const int8_t *g1, const int32_t *g1_exp, c
     const int32_t big = e1 > e2 ? e1 : e2;
     const int32_t s1 = e1 - big + PE_ARM_GRAD_ADD_BITS, s2 = e2 - big + PE_ARM_GRAD_ADD_BITS;
     int32_t lo = 0, hi = 0, i, r, shift;
-    if (s1 < 0 || s2 < 0 || pe_arm_all_zero(size, g2) || pe_arm_all_zero(size, g1)) {
+    if (s1 < 0 || s2 < 0 || pe_all_zero(size, g2) || pe_all_zero(size, g1)) {
         pe_grad_add_s8(size, g1, g1_exp, g2, g2_exp, g, g_exp);
         return;
     }

@@ -12,9 +12,8 @@
  *
  * The sums are the forward's pair loop: two positions' prescaled dy rows as the two int16
  * columns, the stream the transposed weights per pair of input channels: `stream` (frozen
- * weights, codegen/backends/arm.py raw16_stream) as int16 (pe_arm_raw16_pairs; `filter` may
- * then be NULL), or, when `stream` is NULL (weights that training changes), as int8 built
- * from `filter` at run time (pe_arm_raw_pairs). They are kept in the scratch (int32, one per
+ * weights, codegen/backends/arm.py raw16_stream) as int16 (`filter` may then be NULL), or, when `stream` is NULL (weights that training changes), as int8 built
+ * from `filter` at run time. They are kept in the scratch (int32, one per
  * dx value), so that the range pass of the rescale reads them instead of summing twice.
  * Scratch: two int16 columns of the output channels rounded up to a multiple of 8, then
  * (N * H * W + 1) * C int32 (a spare row for the partner of a last unpaired position), and
@@ -216,13 +215,8 @@ void pe_conv2d_grad_input_s8_arm(const pe_context *ctx, const pe_conv_grad_param
             }
         }
         /* a last unpaired position: its zero partner's sums go to the spare row */
-        if (wide) {
-            pe_arm_raw16_pairs(cols, k8 >> 2, stream, acc + p * c_n,
-                               acc + (p + 1 < positions ? p + 1 : positions) * c_n, c_n >> 1);
-        } else {
-            pe_arm_raw_pairs(cols, k8 >> 2, stream, acc + p * c_n,
-                             acc + (p + 1 < positions ? p + 1 : positions) * c_n, c_n >> 1);
-        }
+        pe_arm_raw_pairs(cols, k8 >> 2, stream, acc + p * c_n,
+                         acc + (p + 1 < positions ? p + 1 : positions) * c_n, c_n >> 1, wide);
     }
     pe_arm_rescale_sums(acc, total, quant, *dy_exp, dx, dx_exp);
 }

@@ -12,16 +12,6 @@ enum {
     PE_GRAD_ADD_BITS = 16
 };
 
-static int pe_all_zero(int32_t size, const int8_t *q)
-{
-    int32_t i;
-    for (i = 0; i < size; ++i) {
-        if (q[i] != 0) {
-            return 0;
-        }
-    }
-    return 1;
-}
 
 void pe_grad_add_s8(int32_t size, const int8_t *g1, const int32_t *g1_exp, const int8_t *g2,
                     const int32_t *g2_exp, int8_t *g, int32_t *g_exp)
