@@ -78,7 +78,7 @@ def measure(case, board_name: str, backend: str, steps: int, work: Path, cache: 
     row |= {"chain": proj.manifest["chain"],
             "backward_mode": proj.manifest["training"]["backward"],
             **{k: res.instructions[k] for k in PHASES}}
-    row["kinds"] = kinds_table(profile_ops(proj, graph, case.spec))
+    row["kinds"] = kinds_table(profile_ops(proj, graph, case.spec), row["backward_mode"])
     return row
 
 

@@ -153,10 +153,10 @@ def profile_ops(proj, graph, spec) -> list[dict[str, Any]]:
             for o in ops]
 
 
-def kinds_table(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def kinds_table(ops: list[dict[str, Any]], backward: str = "fp32") -> list[dict[str, Any]]:
     """Per layer kind: instructions, MACs, instructions per MAC and the bound: MACs / 2 for the
-    int8 forward (SMLAD does two multiply-accumulates), MACs for the fp32 backward (one
-    VMLA.F32 per multiply-accumulate on a scalar FPU)."""
+    int8 forward and the int8 backward (SMLAD does two 16-bit multiply-accumulates), MACs for
+    the fp32 backward (one VMLA.F32 per multiply-accumulate on a scalar FPU)."""
     acc: dict[tuple[str, str], dict[str, Any]] = {}
     for o in ops:
         key = (o["phase"] if o["phase"] == "forward" else "backward", o["kind"])
@@ -168,7 +168,8 @@ def kinds_table(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = sorted(acc.values(), key=lambda a: (a["phase"] != "forward", -a["instructions"]))
     for a in rows:
         a["per_mac"] = round(a["instructions"] / a["macs"], 3) if a["macs"] else None
-        a["bound_per_mac"] = (0.5 if a["phase"] == "forward" else 1.0) if a["macs"] else None
+        a["bound_per_mac"] = (0.5 if a["phase"] == "forward" or backward == "int8" else 1.0) \
+            if a["macs"] else None
     return rows
 
 
@@ -251,7 +252,7 @@ def measure(board_name: str, backend: str, steps: int, work: Path, graph, ops: i
     if ops or kinds:
         profiled = profile_ops(proj, graph, spec)
         row["top_ops"] = profiled[:ops]
-        row["kinds"] = kinds_table(profiled)
+        row["kinds"] = kinds_table(profiled, row["backward_mode"])
     return row | {"seconds": round(time.perf_counter() - t0, 1)}
 
 
@@ -322,7 +323,8 @@ def _notes(rows: list[dict[str, Any]]) -> list[str]:
                      f"{', '.join(r.get('streamed') or []) or 'none'}")
         if r.get("kinds"):
             notes.append(f"    {where}: per layer kind (one training step; bound: MACs/2 "
-                         "instructions for the int8 forward, MACs for the fp32 backward)")
+                         "instructions for the int8 forward and backward, MACs for the fp32 "
+                         "backward)")
             notes.append(f"    {'phase':<9}{'kind':<52}{'instr':>9}{'MACs':>12}{'/MAC':>7}"
                          f"{'bound':>7}")
             for k in r["kinds"]:
