@@ -209,19 +209,7 @@ def _pair_groups(w: np.ndarray) -> np.ndarray:
 
 def raw_stream(weight: np.ndarray) -> np.ndarray:
     """The stream of pe_arm_raw_pairs (arm/pe_arm_conv.h) for int8 rows (out, k), an even
-    count, as int32 words: per pair of rows four zero words (the accumulators' start), then
-    ``pack_rows``' pairs with the groups padded with zeros to an even count."""
-    w = np.asarray(weight, dtype=np.int8)
-    rows, k = w.shape
-    padded = np.zeros((rows, -(-k // 8) * 8), np.int8)
-    padded[:, :k] = w
-    words = pack_rows(padded, 2).reshape(rows // 2, -1).view("<i4").astype(np.int64)
-    return np.concatenate([np.zeros((rows // 2, 4), np.int64), words], axis=1).reshape(-1)
-
-
-def raw16_stream(weight: np.ndarray) -> np.ndarray:
-    """The stream of pe_arm_raw_pairs with ``wide`` (arm/pe_arm_conv.h) for int8 rows (out,
-    k), an even count, as int32 words: per pair of rows four zero words, then per group of four
+    count, as int32 words: per pair of rows four zero words, then per group of four
     values row 0's four int16 weights in SXTB16's pair order (w0, w2, w1, w3), then row 1's
     (k padded with zeros to a multiple of eight)."""
     w = np.asarray(weight, dtype=np.int64)
@@ -859,9 +847,9 @@ def _first(*builders: Builder) -> Builder:
 def _grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     """The int8 backward's input gradient of a pointwise conv or an FC layer (pe_grad_s8_arm.c:
     dy's rows are an FC's positions) with an even number of input channels: the transposed
-    weights as a raw stream, int16 in flash for frozen weights (twice their bytes; the int8
-    weights themselves are then not referenced: NULL), int8 built in the scratch at run time
-    when training changes them; scratch two int16 columns and the int32 sums."""
+    weights as a raw int16 stream, in flash for frozen weights (twice their bytes; the int8
+    weights themselves are then not referenced: NULL), built in the scratch at run time when
+    training changes them; scratch two int16 columns and the int32 sums."""
     ref = train_kernel_call(graph, op, batch)
     fc = ref.kernel == "pe_fully_connected_grad_input_s8"
     if not fc and (ref.kernel != "pe_conv2d_grad_input_s8" or
@@ -879,9 +867,9 @@ def _grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCa
     args = ref.args
     if w.data is None or w.name in mutable_tensors(graph):
         stream = NullArg("const int32_t *")             # built at run time, in the scratch
-        scratch += c_n // 2 * (16 + 2 * k8)
+        scratch += c_n // 2 * (16 + 4 * k8)
     else:
-        stream = ArrayArg(int32_array("stream", raw16_stream(
+        stream = ArrayArg(int32_array("stream", raw_stream(
             np.asarray(w.data, np.int8).reshape(o_n, c_n).T)))
         args = tuple((n, NullArg("const int8_t *")) if n == "filter" else (n, a)
                      for n, a in args)

@@ -83,9 +83,9 @@ void pe_mask_grad_s8_arm(int32_t size, const int8_t *dy, const int32_t *dy_exp,
 void pe_mask_grad_f32_arm(int32_t size, const float *dy, const uint8_t *mask, float *dx);
 
 /* int8 backward (pe_grad_s8_arm.c): pe_conv2d_grad_input_s8's arguments plus, after quant,
- * the transposed weights as a stream (int8, pairs of rows per group of four; see
- * codegen/backends/arm.py raw_stream); pointwise
- * convolutions with an even number of input channels. */
+ * the transposed weights as a stream (int16, pairs of rows per group of four; see
+ * codegen/backends/arm.py raw_stream; NULL: built at run time from the weights) and the
+ * prescale's words; pointwise convolutions with an even number of input channels. */
 void pe_conv2d_grad_input_s8_arm(const pe_context *ctx, const pe_conv_grad_params *params,
                                  const pe_grad_input_quant *quant, const int32_t *stream,
                                  const int32_t *pre,

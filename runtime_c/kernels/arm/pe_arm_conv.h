@@ -351,22 +351,17 @@ PE_ARM_INLINE void pe_arm_conv_pixels(const int16_t *cols, int32_t two, const in
         PE_ARM_W16_STORE                                                              \
         "add sp, sp, #32\n\t"                                                         \
         PE_ARM_PAIR_OPERANDS)
-/* the raw form (pe_arm_raw_pairs): the stream has four zero words and the weights per pair of
- * channels as int8, both rows' four bytes per group (8 bytes), expanded with SXTB16 in the loop
- * (st, free once the frame is copied, is the spare register); no requantization: the four
- * int32 sums are stored as they are */
-#define PE_ARM_RAW_GROUP                                 \
-    PE_ARM_COLS                                          \
-    "ldrd %[t0], %[t1], [%[wp]], #8\n\t"                 \
-    PE_ARM_SX_DOTS("t0", "st", "a0", "b0")               \
-    PE_ARM_SX_DOTS("t1", "st", "a1", "b1")
-#define PE_ARM_RAW_LOOP(group)                                                        \
+/* the raw form (pe_arm_raw_pairs): the stream has four zero words (the accumulators' start)
+ * and per pair of channels and group both rows' four int16 weights in SXTB16's pair order (16
+ * bytes), read as they are (the forward's W16 group); no requantization: the four int32 sums
+ * are stored as they are */
+#define PE_ARM_RAW_ASM                                                                \
     __asm__ volatile(                                                                 \
         "sub sp, sp, #24\n\t"                                                         \
         PE_ARM_PAIR_FRAME                                                             \
         PE_ARM_FAST_BIAS                                                              \
         "ldrd %[xp], %[xe], [sp]\n\t"                                                 \
-        "3:\n\t" group group                                                          \
+        "3:\n\t" PE_ARM_W16_GROUP PE_ARM_W16_GROUP                                    \
         "cmp %[xp], %[xe]\n\t"                                                        \
         "bne 3b\n\t"                                                                  \
         "ldrd %[xp], %[xe], [sp, #8]\n\t"                                             \
@@ -378,10 +373,6 @@ PE_ARM_INLINE void pe_arm_conv_pixels(const int16_t *cols, int32_t two, const in
         "bne 2b\n\t"                                                                  \
         "add sp, sp, #24\n\t"                                                         \
         PE_ARM_PAIR_OPERANDS)
-#define PE_ARM_RAW_ASM PE_ARM_RAW_LOOP(PE_ARM_RAW_GROUP)
-/* the raw int16 form (pe_arm_raw_pairs, wide): per group both rows' four int16 weights in
- * SXTB16's pair order (16 bytes), read as they are (the forward's W16 group) */
-#define PE_ARM_RAW16_ASM PE_ARM_RAW_LOOP(PE_ARM_W16_GROUP)
 #endif
 
 #if PE_ARM_DSP
@@ -458,27 +449,22 @@ PE_ARM_INLINE void pe_arm_w16_pairs(const int16_t *cols, int32_t groups, const i
 #endif
 }
 
-/* The int32 sums of the pair loop over a raw stream (four zero words, then the weights of each
- * pair of channels per group of four values: `wide` 0, int8: row 0's four bytes, then row 1's;
- * `wide` 1, int16 in SXTB16's pair order (w0, w2, w1, w3): row 0's four, then row 1's, read
- * without SXTB16 (codegen/backends/arm.py raw_stream, raw16_stream); groups padded with zeros
+/* The int32 sums of the pair loop over a raw stream (four zero words, then per pair of
+ * channels and group of four values row 0's four int16 weights in SXTB16's pair order (w0,
+ * w2, w1, w3), then row 1's (codegen/backends/arm.py raw_stream); groups padded with zeros
  * to an even count; no requantization), stored as they are: oa[c], ob[c] for the pixels of
  * columns 0 and 1 (the int8 backward's input gradients rescale them). */
 PE_ARM_INLINE void pe_arm_raw_pairs(const int16_t *cols, int32_t groups, const int32_t *s,
-                                    int32_t *oa, int32_t *ob, int32_t pairs, int32_t wide)
+                                    int32_t *oa, int32_t *ob, int32_t pairs)
 {
-    const int32_t per_pair = 4 + (wide ? 4 : 2) * groups;
+    const int32_t per_pair = 4 + 4 * groups;
 #if PE_ARM_DSP
     uintptr_t frame[6];
     const int32_t *const w = s;
     pe_arm_pair_frame(frame, cols, groups, oa, ob, s + pairs * per_pair, 0);
     if (pairs > 0) {
         PE_ARM_PAIR_REGS;
-        if (wide) {
-            PE_ARM_RAW16_ASM;
-        } else {
-            PE_ARM_RAW_ASM;
-        }
+        PE_ARM_RAW_ASM;
         PE_ARM_PAIR_UNUSED;
     }
 #else
@@ -490,14 +476,12 @@ PE_ARM_INLINE void pe_arm_raw_pairs(const int16_t *cols, int32_t groups, const i
         acc[1] = s[1];
         acc[2] = s[2];
         acc[3] = s[3];
-        for (g = 0; g < groups; ++g, w += wide ? 4 : 2) {
+        for (g = 0; g < groups; ++g, w += 4) {
             const int16_t *x = cols + 8 * g;
             const uint32_t xa0 = pe_arm_ld32(x), xa1 = pe_arm_ld32(x + 2);
             const uint32_t xb0 = pe_arm_ld32(x + 4), xb1 = pe_arm_ld32(x + 6);
             for (j = 0; j < 2; ++j) {
-                const uint32_t u = (uint32_t)w[j];
-                const uint32_t lo = wide ? (uint32_t)w[2 * j] : pe_arm_sxtb16(u);
-                const uint32_t hi = wide ? (uint32_t)w[2 * j + 1] : pe_arm_sxtb16_ror8(u);
+                const uint32_t lo = (uint32_t)w[2 * j], hi = (uint32_t)w[2 * j + 1];
                 acc[j] = pe_arm_smlad(xa1, hi, pe_arm_smlad(xa0, lo, acc[j]));
                 acc[2 + j] = pe_arm_smlad(xb1, hi, pe_arm_smlad(xb0, lo, acc[2 + j]));
             }

@@ -10,14 +10,15 @@
  *   acc[p, c] = sum over o of dys[p, o] * w[o, c]        (int32, exact in any order)
  *   (dx, e_dx) = rescale(acc, e - b, M_ref, k_ref)
  *
- * The sums are the forward's pair loop: two positions' prescaled dy rows as the two int16
- * columns, the stream the transposed weights per pair of input channels: `stream` (frozen
- * weights, codegen/backends/arm.py raw16_stream) as int16 (`filter` may then be NULL), or, when `stream` is NULL (weights that training changes), as int8 built
- * from `filter` at run time. They are kept in the scratch (int32, one per
- * dx value), so that the range pass of the rescale reads them instead of summing twice.
+ * The sums are the forward's pair loop (pe_arm_raw_pairs): two positions' prescaled dy rows
+ * as the two int16 columns, the stream the transposed weights per pair of input channels as
+ * int16: `stream` for frozen weights (codegen/backends/arm.py raw_stream, in flash; `filter`
+ * may then be NULL), or, when `stream` is NULL (weights that training changes), built from
+ * `filter` at run time. The sums are kept in the scratch (int32, one per dx value), so that
+ * the range pass of the rescale reads them instead of summing twice.
  * Scratch: two int16 columns of the output channels rounded up to a multiple of 8, then
  * (N * H * W + 1) * C int32 (a spare row for the partner of a last unpaired position), and
- * when `stream` is NULL the int8 stream: C / 2 times (16 + 2 * that rounded count) bytes.
+ * when `stream` is NULL the stream: C / 2 times (16 + 4 * that rounded count) bytes.
  * `pre`: the prescale's words per output channel (pe_arm_prescale), or NULL for
  * pe_requant.h's MBQM.
  */
@@ -170,26 +171,27 @@ void pe_conv2d_grad_input_s8_arm(const pe_context *ctx, const pe_conv_grad_param
     int16_t *const cols = (int16_t *)ctx->buf;
     int32_t *const acc = (int32_t *)(void *)(cols + 2 * k8);
     const int32_t total = positions * c_n;
-    const int wide = stream != 0;
     int32_t p, j, o, i;
     (void)params;
     (void)filter_dims;
-    if (!wide) {
-        /* weights that training changes: the stream of their transpose, built into the
-         * scratch after the sums (per pair of input channels four zero words, then per group
-         * of four output channels the pair's four bytes each) */
+    if (stream == 0) {
+        /* weights that training changes: the stream of their transpose (raw_stream's
+         * layout) built into the scratch after the sums: per pair of input channels four
+         * zero words, then per group of four output channels 16 bytes, input channel c + r of
+         * the pair at int16 4 r + the output channel's slot */
         int32_t *const words = acc + (positions + 1) * c_n;
-        int8_t *b = (int8_t *)(void *)words;
+        const int32_t per_pair = 4 + k8;              /* words: 4 + 4 * (k8 / 4) groups */
         int32_t c;
         for (c = 0; c < c_n; c += 2) {
-            int32_t *z = (int32_t *)(void *)b;
+            int32_t *const z = words + (c >> 1) * per_pair;
             z[0] = z[1] = z[2] = z[3] = 0;
-            b += 16;
-            for (o = 0; o < k8; o += 4) {
-                for (j = 0; j < 8; ++j) {
-                    const int32_t oo = o + (j & 3);
-                    *b++ = oo < o_n ? filter[oo * c_n + c + (j >> 2)] : 0;
-                }
+        }
+        for (o = 0; o < k8; ++o) {
+            const int8_t *const row = filter + o * c_n;
+            int16_t *h = (int16_t *)(void *)(words + 4) + (o >> 2) * 8 + pe_arm_slot(o & 3);
+            for (c = 0; c < c_n; c += 2, h += 2 * per_pair) {
+                h[0] = o < o_n ? row[c] : 0;
+                h[4] = o < o_n ? row[c + 1] : 0;
             }
         }
         stream = words;
@@ -216,7 +218,7 @@ void pe_conv2d_grad_input_s8_arm(const pe_context *ctx, const pe_conv_grad_param
         }
         /* a last unpaired position: its zero partner's sums go to the spare row */
         pe_arm_raw_pairs(cols, k8 >> 2, stream, acc + p * c_n,
-                         acc + (p + 1 < positions ? p + 1 : positions) * c_n, c_n >> 1, wide);
+                         acc + (p + 1 < positions ? p + 1 : positions) * c_n, c_n >> 1);
     }
     pe_arm_rescale_sums(acc, total, quant, *dy_exp, dx, dx_exp);
 }
