@@ -357,10 +357,47 @@ void pe_depthwise_conv2d_grad_input_s8_arm(const pe_context *ctx,
     pe_arm_rescale_sums(acc, total, quant, *dy_exp, dx, dx_exp);
 }
 
+/* row[c] += d * x[c] for c < n (a multiple of four; x word-aligned int16), four a step: SMLABB
+ * and SMLATB of d against the two int16 of each word of x, the sums loaded and stored two at a
+ * time */
+static inline void pe_arm_axpy(int32_t *row, const int16_t *x, int32_t d, int32_t n)
+{
+#if PE_ARM_DSP
+    const int32_t *const end = row + n;
+    uint32_t r0, r1, r2, r3, x0, x1;
+    if (n <= 0) {
+        return;
+    }
+    __asm__ volatile(
+        "1:\n\t"
+        "ldrd %[x0], %[x1], [%[x]], #8\n\t"
+        "ldrd %[r0], %[r1], [%[row]]\n\t"
+        "ldrd %[r2], %[r3], [%[row], #8]\n\t"
+        "smlabb %[r0], %[x0], %[d], %[r0]\n\t"
+        "smlatb %[r1], %[x0], %[d], %[r1]\n\t"
+        "smlabb %[r2], %[x1], %[d], %[r2]\n\t"
+        "smlatb %[r3], %[x1], %[d], %[r3]\n\t"
+        "strd %[r2], %[r3], [%[row], #8]\n\t"
+        "strd %[r0], %[r1], [%[row]], #16\n\t"
+        "cmp %[row], %[end]\n\t"
+        "bne 1b\n\t"
+        : [r0] "=&r"(r0), [r1] "=&r"(r1), [r2] "=&r"(r2), [r3] "=&r"(r3), [x0] "=&r"(x0),
+          [x1] "=&r"(x1), [row] "+r"(row), [x] "+r"(x)
+        : [d] "r"(d), [end] "r"(end)
+        : "cc", "memory");
+#else
+    int32_t c;
+    for (c = 0; c < n; ++c) {
+        row[c] = pe_s32_from_u32((uint32_t)row[c] + (uint32_t)(d * x[c]));
+    }
+#endif
+}
+
 /* pe_conv2d_grad_weight_s8_arm - the weight gradient of a pointwise convolution (1x1, stride
  * 1, no padding, one group) over the trained channels: dw[j, c] = sum over positions p of
  * dy[p, o_j] * (x[p, c] + input_offset), int32 with the exponent of dy, accumulated in dw
- * itself position by position (each x row offset once into an int16 row of the scratch).
+ * itself position by position (each x row offset once into an int16 row of the scratch; a
+ * trained channel whose dy is 0 there skipped), four input channels a step (pe_arm_axpy).
  * Scratch: C int16. */
 void pe_conv2d_grad_weight_s8_arm(const pe_context *ctx, const pe_conv_grad_weight_params *params,
                                   const int32_t *channels, const pe_dims *x_dims,
@@ -387,7 +424,8 @@ void pe_conv2d_grad_weight_s8_arm(const pe_context *ctx, const pe_conv_grad_weig
             if (d == 0) {
                 continue;
             }
-            for (c = 0; c < c_n; ++c) {
+            pe_arm_axpy(row, xr, d, c_n & ~3);
+            for (c = c_n & ~3; c < c_n; ++c) {
                 row[c] += d * xr[c];
             }
         }
