@@ -48,18 +48,67 @@ static inline int16_t pe_arm_prescale_one(int32_t dy, int32_t o, const pe_grad_i
                                                         quant->multiplier[o], quant->shift[o]);
 }
 
+#if PE_ARM_DSP
+/* one value of pe_arm_prescale_groups' assembly: byte `lsb` of u (sign-extended), its
+ * channel's words loaded into m c e s (ascending registers), the result at dst + `off` bytes */
+#define PE_ARM_PRESCALE_ONE(lsb, off)                    \
+    "sbfx %[x], %[u], #" lsb ", #8\n\t"                  \
+    "ldm %[pre]!, {%[m], %[c], %[e], %[s]}\n\t"          \
+    "cmp %[e], #0\n\t"                                   \
+    "it gt\n\t"                                          \
+    "addgt %[c], %[c], %[x], asr #31\n\t"                \
+    "lsl %[x], %[x], %[s]\n\t"                           \
+    "smmlar %[x], %[x], %[m], %[c]\n\t"                  \
+    "asr %[x], %[x], %[e]\n\t"                           \
+    "strh %[x], [%[dst], #" off "]\n\t"
+#endif
+
 /* the prescaled gradients of one position's `count` values (`pre` given) in SXTB16's pair
- * order, group g of four at dst + g * stride (4: a row; 8: a column of an interleaved pair) */
+ * order, group g of four at dst + g * stride (4: a row; 8: a column of an interleaved pair);
+ * on DSP cores whole groups in one assembly loop (a word of dy a group, pe_arm_prescale's
+ * branch as a conditional add) */
 static void pe_arm_prescale_groups(int16_t *dst, int32_t stride, const int8_t *dy,
                                    int32_t count, const int32_t *pre)
 {
-    int32_t o;
-    for (o = 0; o + 4 <= count; o += 4, dst += stride, pre += 16) {
+    int32_t o = 0;
+#if PE_ARM_DSP
+    if (count >= 4) {
+        register uint32_t m __asm__("r4");
+        register uint32_t c __asm__("r5");
+        register uint32_t e __asm__("r6");
+        register uint32_t s __asm__("r7");
+        const int8_t *const end = dy + (count & ~3);
+        const int32_t step = 2 * stride;
+        uint32_t u, x;
+        __asm__ volatile(
+            "1:\n\t"
+            "ldr %[u], [%[dy]], #4\n\t"
+            PE_ARM_PRESCALE_ONE("0", "0")
+            PE_ARM_PRESCALE_ONE("8", "4")
+            PE_ARM_PRESCALE_ONE("16", "2")
+            PE_ARM_PRESCALE_ONE("24", "6")
+            "add %[dst], %[dst], %[step]\n\t"
+            "cmp %[dy], %[end]\n\t"
+            "bne 1b\n\t"
+            : [m] "=&r"(m), [c] "=&r"(c), [e] "=&r"(e), [s] "=&r"(s), [u] "=&r"(u),
+              [x] "=&r"(x), [dy] "+r"(dy), [dst] "+r"(dst), [pre] "+r"(pre)
+            : [end] "r"(end), [step] "r"(step)
+            : "cc", "memory");
+        (void)m;
+        (void)c;
+        (void)e;
+        (void)s;
+        o = count & ~3;
+        dy -= o;
+    }
+#else
+    for (; o + 4 <= count; o += 4, dst += stride, pre += 16) {
         dst[0] = (int16_t)pe_arm_prescale(dy[o], pre);
         dst[2] = (int16_t)pe_arm_prescale(dy[o + 1], pre + 4);
         dst[1] = (int16_t)pe_arm_prescale(dy[o + 2], pre + 8);
         dst[3] = (int16_t)pe_arm_prescale(dy[o + 3], pre + 12);
     }
+#endif
     for (; o < count; ++o, pre += 4) {
         dst[pe_arm_slot(o) & 3] = (int16_t)pe_arm_prescale(dy[o], pre);
     }
