@@ -355,13 +355,13 @@ PE_ARM_INLINE void pe_arm_conv_pixels(const int16_t *cols, int32_t two, const in
  * and per pair of channels and group both rows' four int16 weights in SXTB16's pair order (16
  * bytes), read as they are (the forward's W16 group); no requantization: the four int32 sums
  * are stored as they are */
-#define PE_ARM_RAW_ASM                                                                \
+#define PE_ARM_RAW_LOOP(groups)                                                       \
     __asm__ volatile(                                                                 \
         "sub sp, sp, #24\n\t"                                                         \
         PE_ARM_PAIR_FRAME                                                             \
         PE_ARM_FAST_BIAS                                                              \
         "ldrd %[xp], %[xe], [sp]\n\t"                                                 \
-        "3:\n\t" PE_ARM_W16_GROUP PE_ARM_W16_GROUP                                    \
+        "3:\n\t" groups                                                               \
         "cmp %[xp], %[xe]\n\t"                                                        \
         "bne 3b\n\t"                                                                  \
         "ldrd %[xp], %[xe], [sp, #8]\n\t"                                             \
@@ -373,6 +373,10 @@ PE_ARM_INLINE void pe_arm_conv_pixels(const int16_t *cols, int32_t two, const in
         "bne 2b\n\t"                                                                  \
         "add sp, sp, #24\n\t"                                                         \
         PE_ARM_PAIR_OPERANDS)
+/* two groups an iteration, or four (a multiple of four groups) */
+#define PE_ARM_RAW_ASM PE_ARM_RAW_LOOP(PE_ARM_W16_GROUP PE_ARM_W16_GROUP)
+#define PE_ARM_RAW_ASM4                                                               \
+    PE_ARM_RAW_LOOP(PE_ARM_W16_GROUP PE_ARM_W16_GROUP PE_ARM_W16_GROUP PE_ARM_W16_GROUP)
 #endif
 
 #if PE_ARM_DSP
@@ -464,7 +468,11 @@ PE_ARM_INLINE void pe_arm_raw_pairs(const int16_t *cols, int32_t groups, const i
     pe_arm_pair_frame(frame, cols, groups, oa, ob, s + pairs * per_pair, 0);
     if (pairs > 0) {
         PE_ARM_PAIR_REGS;
-        PE_ARM_RAW_ASM;
+        if ((groups & 3) == 0) {
+            PE_ARM_RAW_ASM4;
+        } else {
+            PE_ARM_RAW_ASM;
+        }
         PE_ARM_PAIR_UNUSED;
     }
 #else
