@@ -252,12 +252,16 @@ PE_ARM_INLINE void pe_arm_conv_pixels(const int16_t *cols, int32_t two, const in
     "smlad %[a1], %[x1], %[t1], %[a1]\n\t"               \
     "smlad %[b1], %[x2], %[t0], %[b1]\n\t"               \
     "smlad %[b1], %[x3], %[t1], %[b1]\n\t"
-#define PE_ARM_W16_DOTS                                  \
+#define PE_ARM_W16_DOTS_OF(groups)                       \
     "ldrd %[xp], %[xe], [sp]\n\t"                        \
-    "3:\n\t" PE_ARM_W16_GROUP PE_ARM_W16_GROUP           \
+    "3:\n\t" groups                                      \
     "cmp %[xp], %[xe]\n\t"                               \
     "bne 3b\n\t"                                         \
     PE_ARM_RQ_FROM("wp")
+/* two groups an iteration, or four (a multiple of four groups) */
+#define PE_ARM_W16_DOTS PE_ARM_W16_DOTS_OF(PE_ARM_W16_GROUP PE_ARM_W16_GROUP)
+#define PE_ARM_W16_DOTS4                                 \
+    PE_ARM_W16_DOTS_OF(PE_ARM_W16_GROUP PE_ARM_W16_GROUP PE_ARM_W16_GROUP PE_ARM_W16_GROUP)
 /* requantization words: channel 0 in x0 x1 x2, channel 1 in x3 t0 t1 */
 #define PE_ARM_W16_STORE                                 \
     "ssat %[a0], #8, %[a0]\n\t"                          \
@@ -301,16 +305,26 @@ PE_ARM_INLINE void pe_arm_conv_pixels(const int16_t *cols, int32_t two, const in
     "str %[xe], [sp, #20]\n\t"                           \
     "mov %[b0], %[a0]\n\t"                               \
     "mov %[b1], %[a1]\n\t"
-#define PE_ARM_W16_ASM(bias, q)                                                       \
+#define PE_ARM_W16_ASM_OF(bias, q, dots)                                              \
     __asm__ volatile(                                                                 \
         "sub sp, sp, #24\n\t"                                                         \
         PE_ARM_PAIR_FRAME                                                             \
-        bias PE_ARM_W16_DOTS                                                          \
+        bias dots                                                                     \
         q("a0", "x0", "x1", "x2") q("b0", "x0", "x1", "x2")                           \
         q("a1", "x3", "t0", "t1") q("b1", "x3", "t0", "t1")                           \
         PE_ARM_W16_STORE                                                              \
         "add sp, sp, #24\n\t"                                                         \
         PE_ARM_PAIR_OPERANDS)
+/* the loop of `groups` groups (a local variable of the caller; a constant in specialised code,
+ * where one of the two assemblies remains) */
+#define PE_ARM_W16_ASM(bias, q)                                                       \
+    do {                                                                              \
+        if ((groups & 3) == 0) {                                                      \
+            PE_ARM_W16_ASM_OF(bias, q, PE_ARM_W16_DOTS4);                             \
+        } else {                                                                      \
+            PE_ARM_W16_ASM_OF(bias, q, PE_ARM_W16_DOTS);                              \
+        }                                                                             \
+    } while (0)
 
 /* the rows form (pe_arm_rows_pairs): weights int8 as they are, row 1 of a pair k bytes after
  * row 0 (st holds k - 4), expanded with SXTB16 in the loop */
