@@ -38,8 +38,8 @@ What each kernel takes (others decline):
 - bias_grad (int8): column sums four channels a step in int16 lanes (SXTB16, SADD16);
 - grad_add (int8): exponents at most 16 apart in two passes of exact integer sums;
 - int8 backward (``pe_grad_s8_arm.c``): pointwise conv and FC input gradients over the
-  forward's pair loop
-  (the transposed weights as an int8 stream), depthwise input gradients (multiplier 1,
+  forward's pair loop (the transposed weights as an int16 stream; layers whose prescale is
+  outside ``prescale_words``' form stay on ref), depthwise input gradients (multiplier 1,
   dilation 1) and pointwise weight gradients, integer sums in the order the loops read fastest
   (exact in any order).
 """
@@ -858,7 +858,8 @@ def _grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCa
     dy, dx, f = _struct(ref, "dy_dims"), _struct(ref, "dx_dims"), _struct(ref, "filter_dims")
     w = graph.tensors[ref.arg("filter").tensor]
     o_n, c_n = int(f["n"]), int(f["c"])
-    if c_n % 2 or (not fc and c_n != int(dx["c"])):
+    pre = _prescale_arg(ref)
+    if pre is None or c_n % 2 or (not fc and c_n != int(dx["c"])):
         return None
     positions = int(dy["n"]) if fc else int(dx["n"]) * int(dx["h"]) * int(dx["w"])
     k8 = (o_n + 7) & ~7
@@ -875,7 +876,7 @@ def _grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCa
                      for n, a in args)
     args = _insert_after(args, "quant", ("stream", stream))
     return replace(ref, kernel=ref.kernel + SUFFIX, scratch_bytes=scratch,
-                   args=_insert_after(args, "stream", ("pre", _prescale_arg(ref))))
+                   args=_insert_after(args, "stream", ("pre", pre)))
 
 
 def prescale_words(multiplier: np.ndarray, shift: np.ndarray, b: int) -> np.ndarray | None:
@@ -894,10 +895,12 @@ def prescale_words(multiplier: np.ndarray, shift: np.ndarray, b: int) -> np.ndar
     return np.stack([m, c, e, s], axis=1).reshape(-1)
 
 
-def _prescale_arg(ref: KernelCall) -> Arg:
+def _prescale_arg(ref: KernelCall) -> Arg | None:
+    """The prescale's words of an int8 input gradient; None (the op stays on ref) when a
+    channel is outside their form."""
     q = _struct(ref, "quant")
     words = prescale_words(q["multiplier"].values, q["shift"].values, int(q["prescale_shift"]))
-    return NullArg("const int32_t *") if words is None else ArrayArg(int32_array("pre", words))
+    return None if words is None else ArrayArg(int32_array("pre", words))
 
 
 def _dw_grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
@@ -907,12 +910,13 @@ def _dw_grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> Kerne
     if ref.kernel != "pe_depthwise_conv2d_grad_input_s8":
         return None
     p, dx = _struct(ref, "params"), _struct(ref, "dx_dims")
-    if int(p["ch_mult"]) != 1 or _tile(p["dilation"]) != (1, 1):
+    pre = _prescale_arg(ref)
+    if pre is None or int(p["ch_mult"]) != 1 or _tile(p["dilation"]) != (1, 1):
         return None
     total = int(dx["n"]) * int(dx["h"]) * int(dx["w"]) * int(dx["c"])
     return replace(ref, kernel=ref.kernel + SUFFIX,
                    scratch_bytes=total * 4 + ((int(dx["c"]) + 3) & ~3) * 2,
-                   args=_insert_after(ref.args, "quant", ("pre", _prescale_arg(ref))))
+                   args=_insert_after(ref.args, "quant", ("pre", pre)))
 
 
 def _grad_weight_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:

@@ -26,7 +26,8 @@
 #include "pe_requant.h"
 
 enum {
-    PE_GRAD_MAX = 127               /* int8 gradients are symmetric: [-127, 127] */
+    PE_GRAD_MAX = 127,              /* int8 gradients are symmetric: [-127, 127] */
+    PE_GRAD_ADD_BITS = 16           /* grad_add's headroom: t_j = q_j << (e_j - E + 16) */
 };
 
 /* The smallest and largest value seen (both start at 0). */

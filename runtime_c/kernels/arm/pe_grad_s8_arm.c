@@ -19,8 +19,8 @@
  * Scratch: two int16 columns of the output channels rounded up to a multiple of 8, then
  * (N * H * W + 1) * C int32 (a spare row for the partner of a last unpaired position), and
  * when `stream` is NULL the stream: C / 2 times (16 + 4 * that rounded count) bytes.
- * `pre`: the prescale's words per output channel (pe_arm_prescale), or NULL for
- * pe_requant.h's MBQM.
+ * `pre`: the prescale's words per output channel (pe_arm_prescale; codegen/backends/arm.py
+ * keeps layers whose channels are outside their form on ref).
  */
 #include "pe_arm_conv.h"
 #include "pe_arm_kernels.h"
@@ -38,16 +38,6 @@ static inline int32_t pe_arm_prescale(int32_t dy, const int32_t *pre)
     return pe_asr_s32(pe_arm_smmlar(x, pre[0], c), pre[2]);
 }
 
-static inline int16_t pe_arm_prescale_one(int32_t dy, int32_t o, const pe_grad_input_quant *quant,
-                                          const int32_t *pre)
-{
-    if (pre != 0) {
-        return (int16_t)pe_arm_prescale(dy, pre + 4 * o);
-    }
-    return (int16_t)pe_multiply_by_quantized_multiplier(dy * (1 << quant->prescale_shift),
-                                                        quant->multiplier[o], quant->shift[o]);
-}
-
 #if PE_ARM_DSP
 /* one value of pe_arm_prescale_groups' assembly: byte `lsb` of u (sign-extended), its
  * channel's words loaded into m c e s (ascending registers), the result at dst + `off` bytes */
@@ -63,10 +53,10 @@ static inline int16_t pe_arm_prescale_one(int32_t dy, int32_t o, const pe_grad_i
     "strh %[x], [%[dst], #" off "]\n\t"
 #endif
 
-/* the prescaled gradients of one position's `count` values (`pre` given) in SXTB16's pair
- * order, group g of four at dst + g * stride (4: a row; 8: a column of an interleaved pair);
- * on DSP cores whole groups in one assembly loop (a word of dy a group, pe_arm_prescale's
- * branch as a conditional add) */
+/* the prescaled gradients of one position's `count` values from `pre`'s words in SXTB16's
+ * pair order, group g of four at dst + g * stride (4: a row; 8: a column of an interleaved
+ * pair); on DSP cores whole groups in one assembly loop (a word of dy a group,
+ * pe_arm_prescale's branch as a conditional add) */
 static void pe_arm_prescale_groups(int16_t *dst, int32_t stride, const int8_t *dy,
                                    int32_t count, const int32_t *pre)
 {
@@ -111,18 +101,6 @@ static void pe_arm_prescale_groups(int16_t *dst, int32_t stride, const int8_t *d
 #endif
     for (; o < count; ++o, pre += 4) {
         dst[pe_arm_slot(o) & 3] = (int16_t)pe_arm_prescale(dy[o], pre);
-    }
-}
-
-/* the prescaled gradients of one position (`count` values), at o or (slots) at
- * pe_arm_slot(o), the order of SXTB16's pairs */
-static void pe_arm_prescale_row(int16_t *dys, const int8_t *dy, int32_t count,
-                                const pe_grad_input_quant *quant, const int32_t *pre,
-                                int32_t slots)
-{
-    int32_t o;
-    for (o = 0; o < count; ++o) {
-        dys[slots ? pe_arm_slot(o) : o] = pe_arm_prescale_one(dy[o], o, quant, pre);
     }
 }
 
@@ -257,13 +235,7 @@ void pe_conv2d_grad_input_s8_arm(const pe_context *ctx, const pe_conv_grad_param
                 }
                 continue;
             }
-            if (pre != 0) {
-                pe_arm_prescale_groups(cols + 4 * j, 8, g, o_n, pre);
-                continue;
-            }
-            for (o = 0; o < o_n; ++o) {
-                cols[pe_arm_at(pe_arm_slot(o), j)] = pe_arm_prescale_one(g[o], o, quant, pre);
-            }
+            pe_arm_prescale_groups(cols + 4 * j, 8, g, o_n, pre);
         }
         /* a last unpaired position: its zero partner's sums go to the spare row */
         pe_arm_raw_pairs(cols, k8 >> 2, stream, acc + p * c_n,
@@ -373,11 +345,7 @@ void pe_depthwise_conv2d_grad_input_s8_arm(const pe_context *ctx,
         for (oy = 0; oy < dy_dims->h; ++oy) {
             for (ox = 0; ox < dy_dims->w; ++ox) {
                 const int8_t *const g = dy + ((n * dy_dims->h + oy) * dy_dims->w + ox) * c_n;
-                if (pre != 0) {
-                    pe_arm_prescale_groups(dys, 4, g, c_n, pre);
-                } else {
-                    pe_arm_prescale_row(dys, g, c_n, quant, pre, 1);
-                }
+                pe_arm_prescale_groups(dys, 4, g, c_n, pre);
                 for (ky = 0; ky < k_h; ++ky) {
                     const int32_t iy = oy * params->stride.h - params->padding.h + ky;
                     if (iy < 0 || iy >= in_h) {

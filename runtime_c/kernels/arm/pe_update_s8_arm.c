@@ -116,27 +116,23 @@ static void pe_arm_sgd_s32(const pe_update_dims *dims, const int32_t *channels, 
 }
 
 /* The plain case on a bias of one entry per channel (outer 1, inner 1; the usual shape): one
- * flat loop, the fast form for shift = k_j + e in [-31, 0] and |acc| < 2^30 (RDBPOT(v, r) as
- * (v + (2^r >> 1) - [v < 0 and r > 0]) >> r) */
+ * flat loop over the channels (no per-channel walk), each entry with its channel's form */
 static void pe_arm_sgd_bias(int32_t n, const int32_t *channels, int32_t *param,
                             const int32_t *grad, const int32_t *qas, int32_t e,
                             const int32_t *qas_shift, int32_t lo, int32_t hi, int32_t *count)
 {
     int32_t j;
     for (j = 0; j < n; ++j) {
-        const int32_t acc = grad[j], shift = qas_shift[j] + e;
+        const int32_t acc = grad[j];
+        const pe_arm_sgd_channel f = pe_arm_sgd_form(qas[j], qas_shift[j] + e);
         int32_t *const p = param + (channels != 0 ? channels[j] : j);
-        if (shift <= 0 && shift >= -31 && (uint32_t)acc + 0x40000000u < 0x80000000u) {
-            const int32_t r = -shift;
-            const int32_t v = pe_arm_smmlar((int32_t)((uint32_t)acc << 1), qas[j], 0);
-            const int32_t half = (int32_t)((1u << r) >> 1);
-            const int64_t t = (int64_t)*p - pe_asr_s32(v + half - (v < 0 && r > 0 ? 1 : 0), r);
+        if ((uint32_t)acc + f.bound < 2u * f.bound) {
+            const int64_t t = (int64_t)*p - pe_arm_sgd_fast(acc, &f);
             if (t > hi || t < lo) {
                 *count += 1;
             }
             *p = t > hi ? hi : t < lo ? lo : (int32_t)t;
         } else {
-            const pe_arm_sgd_channel f = pe_arm_sgd_form(qas[j], shift);
             *p = pe_arm_sgd_general(*p, acc, &f, lo, hi, count);
         }
     }

@@ -8,11 +8,6 @@
 #include "pe_grad_fixed.h"
 #include "pe_train_kernels.h"
 
-enum {
-    PE_GRAD_ADD_BITS = 16
-};
-
-
 void pe_grad_add_s8(int32_t size, const int8_t *g1, const int32_t *g1_exp, const int8_t *g2,
                     const int32_t *g2_exp, int8_t *g, int32_t *g_exp)
 {
