@@ -880,10 +880,10 @@ def _grad_input_s8(graph: Graph, op: Op, batch: int, target: Target) -> KernelCa
 
 
 def prescale_words(multiplier: np.ndarray, shift: np.ndarray, b: int) -> np.ndarray | None:
-    """pe_grad_s8_arm.c's words {m, c, e, s} per output channel of an int8 input gradient's
+    """pe_grad_s8_arm.c's words {m, c, e, s, z} per output channel of an int8 input gradient's
     prescale MBQM(dy << b, M_o, k_o): e = max(-k, 0), c = 2^(e-1) (0 for e = 0), s = b +
-    max(k, 0) + 1; None when some channel is outside that form (k > 1, e > 30, m outside
-    [0, 2^31))."""
+    max(k, 0) + 1, z = -1 when e > 0 (the sign fix's mask) else 0; None when some channel is
+    outside that form (k > 1, e > 30, m outside [0, 2^31))."""
     m = np.asarray(multiplier, np.int64).reshape(-1)
     k = np.asarray(shift, np.int64).reshape(-1)
     if m.size == 0 or np.any(k > 1) or np.any(-k > 30) or np.any(m < 0) or \
@@ -892,7 +892,8 @@ def prescale_words(multiplier: np.ndarray, shift: np.ndarray, b: int) -> np.ndar
     e = np.maximum(-k, 0)
     c = np.where(e > 0, np.left_shift(np.int64(1), np.maximum(e - 1, 0)), 0)
     s = int(b) + np.maximum(k, 0) + 1
-    return np.stack([m, c, e, s], axis=1).reshape(-1)
+    z = np.where(e > 0, -1, 0)
+    return np.stack([m, c, e, s, z], axis=1).reshape(-1)
 
 
 def _prescale_arg(ref: KernelCall) -> Arg | None:

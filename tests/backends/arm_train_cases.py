@@ -38,9 +38,42 @@ def _pointwise_grad_input(rng: Rng, mode: str = "fp32") -> tc.Case:
     return graph, inputs
 
 
+def _pointwise_grad_input_edges(rng: Rng) -> tc.Case:
+    """int8 pointwise input gradients whose rescale meets its edges: weight scales a power of
+    two (every multiplier exactly 1/2, so the sums are known), and either
+    - weights 3 * identity over dy = 2 (mod 4) values: results of +-k.5, rounding ties of both
+      signs (RDBPOT rounds them away from zero), or
+    - weights all one, five output channels, a position whose dy sums to -511 and one to +511
+      (the largest): +-127.75, which rounds to +-128 and clamps to +-127."""
+    b = tc._Builder("int8")
+    n, h, w = 1, int(rng.integers(1, 4)), int(rng.integers(2, 6))
+    ties = rng.random() < 0.5
+    c = 2 * int(rng.integers(1, 6))
+    o = 8 if ties else 5
+    if ties:
+        dy = (4 * rng.integers(-31, 32, (n, h, w, o)) + 2).astype(np.int8)
+        dy.reshape(-1)[0] = -127
+        wv = np.zeros((o, 1, 1, c), np.int8)
+        for k in range(min(o, c)):
+            wv[k, 0, 0, k] = 3
+    else:
+        dy = rng.integers(-20, 21, (n, h, w, o)).astype(np.int8)
+        dy.reshape(-1, o)[0] = [-127, -127, -127, -127, -3]
+        dy.reshape(-1, o)[-1] = [127, 127, 127, 127, 3]
+        wv = np.ones((o, 1, 1, c), np.int8)
+    b.add_input("dy", dy.shape, "int8", dy, role=Role.GRADIENT)
+    b.add_input("dy_exp", (1,), "int32", np.array([-9], np.int32), role=Role.GRADIENT)
+    wq = tc.QuantParams(np.full(o, 2.0 ** -8, np.float32), np.zeros(o, np.int64), 0)
+    b.add_input("w", wv.shape, "int8", wv, wq, Role.WEIGHT, const=True)
+    return b.op("conv2d_grad_input", b.grad_outputs("dx", (n, h, w, c)),
+                tc._conv_attrs("int8", (1, 1), (1, 1), (0, 0, 0, 0)))
+
+
 def _conv_grad_input(rng: Rng) -> tc.Case:
-    """Pointwise (the fast paths, fp32 and int8) or k x k with strides, padding and dilation,
-    one group."""
+    """Pointwise (the fast paths, fp32 and int8; int8 rescale edges) or k x k with strides,
+    padding and dilation, one group."""
+    if rng.random() < 0.2:
+        return _pointwise_grad_input_edges(rng)
     if rng.random() < 0.3:
         return _pointwise_grad_input(rng, "int8")
     if rng.random() < 0.5:

@@ -41,6 +41,7 @@ PE_ARM_INLINE void pe_arm_column(int16_t *cols, int8_t *stage, int32_t j, const 
     if ((c & 3) != 0) {
         const int8_t zp = (int8_t)(-in_off);
         const int32_t row = k_w * c;
+        PE_ARM_UNROLL(7)
         for (ky = 0; ky < k_h; ++ky, pos += row) {
             const int32_t iy = iy0 + ky * dil_h;
             if (iy < 0 || iy >= in_h) {
@@ -61,8 +62,21 @@ PE_ARM_INLINE void pe_arm_column(int16_t *cols, int8_t *stage, int32_t j, const 
         for (i = k; i < ((k + 3) & ~3); ++i) {
             stage[i] = zp;
         }
-        for (i = 0; i < k; i += 4) {
-            pe_arm_expand4(cols + pe_arm_at(i, j), stage + i, off2);
+        {
+            int16_t *d = cols + pe_arm_at(0, j);       /* group i / 4 at d + 2 * i */
+            if (in_off == 0) {                          /* (a literal in specialised code) */
+                PE_ARM_UNROLL(8)
+                for (i = 0; i < k; i += 4, d += 8) {
+                    const uint32_t w = pe_arm_ld32(stage + i);
+                    pe_arm_st32(d, pe_arm_sxtb16(w));
+                    pe_arm_st32(d + 2, pe_arm_sxtb16_ror8(w));
+                }
+                return;
+            }
+            PE_ARM_UNROLL(8)
+            for (i = 0; i < k; i += 4, d += 8) {
+                pe_arm_expand4(d, stage + i, off2);
+            }
         }
         return;
     }

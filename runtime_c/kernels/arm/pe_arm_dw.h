@@ -77,6 +77,188 @@ PE_ARM_INLINE int8_t pe_arm_dw_out(int32_t acc, const int32_t *rq, int32_t mode,
     return pe_arm_clamp8(pe_arm_requant(acc, rq), out_off, act_min, act_max);
 }
 
+#if PE_ARM_DSP
+/* one row of a 3x3 plane's taps against four outputs: rows ky of the three-row window
+ * (the plane pointer p at that row), weights W (taps 0, 1) and the third tap in V's bottom
+ * ("b") or top ("t") half; stride 1 reads x0..x5 (five loads, two of them unaligned), stride 2
+ * x0..x9 (five loads, the last one's top unused: the plane's spare values) */
+#define PE_ARM_DW3_S1(w, v, h)                        \
+    "ldr r10, [r12, #0]\n\t"                               \
+    "ldr r11, [r12, #2]\n\t"                               \
+    "smlad r0, r10, " w ", r0\n\t"                         \
+    "smlad r1, r11, " w ", r1\n\t"                         \
+    "ldr r10, [r12, #4]\n\t"                               \
+    "smlab" h " r0, r10, " v ", r0\n\t"                    \
+    "smlat" h " r1, r10, " v ", r1\n\t"                    \
+    "smlad r2, r10, " w ", r2\n\t"                         \
+    "ldr r11, [r12, #6]\n\t"                               \
+    "smlad r3, r11, " w ", r3\n\t"                         \
+    "ldr r10, [r12, #8]\n\t"                               \
+    "smlab" h " r2, r10, " v ", r2\n\t"                    \
+    "smlat" h " r3, r10, " v ", r3\n\t"
+#define PE_ARM_DW3_S2(w, v, h)                        \
+    "ldr r10, [r12, #0]\n\t"                               \
+    "smlad r0, r10, " w ", r0\n\t"                         \
+    "ldr r10, [r12, #4]\n\t"                               \
+    "smlab" h " r0, r10, " v ", r0\n\t"                    \
+    "smlad r1, r10, " w ", r1\n\t"                         \
+    "ldr r10, [r12, #8]\n\t"                               \
+    "smlab" h " r1, r10, " v ", r1\n\t"                    \
+    "smlad r2, r10, " w ", r2\n\t"                         \
+    "ldr r10, [r12, #12]\n\t"                              \
+    "smlab" h " r2, r10, " v ", r2\n\t"                    \
+    "smlad r3, r10, " w ", r3\n\t"                         \
+    "ldr r10, [r12, #16]\n\t"                              \
+    "smlab" h " r3, r10, " v ", r3\n\t"
+/* the requantization of r0..r3 and their SSAT to int8: the fast form (words 0..2: m, c, e),
+ * or the one-rounding form (words 0..2: 2^(e-2) [+ zp * 2^(e-1)], m, e-1; pe_arm_requant3:
+ * the low word 2^30 with acc's sign bit, the high word the constant plus acc's sign, SMLAL,
+ * the high word shifted) over r4 r5, whose weights the loop reloads after the stores */
+#define PE_ARM_DW3_FAST_RQ                                                 \
+    "smmlar r0, r0, r7, r10\n\t"                                           \
+    "smmlar r1, r1, r7, r10\n\t"                                           \
+    "smmlar r2, r2, r7, r10\n\t"                                           \
+    "smmlar r3, r3, r7, r10\n\t"                                           \
+    "asr r0, r0, r11\n\t"                                                  \
+    "asr r1, r1, r11\n\t"                                                  \
+    "asr r2, r2, r11\n\t"                                                  \
+    "asr r3, r3, r11\n\t"
+#define PE_ARM_DW3_ONE(acc)                                                \
+    "and r4, " acc ", #0x80000000\n\t"                                     \
+    "orr r4, r4, #0x40000000\n\t"                                          \
+    "add r5, r7, " acc ", asr #31\n\t"                                     \
+    "smlal r4, r5, " acc ", r10\n\t"                                       \
+    "asr " acc ", r5, r11\n\t"
+#define PE_ARM_DW3_GENERAL_RQ                                              \
+    PE_ARM_DW3_ONE("r0") PE_ARM_DW3_ONE("r1") PE_ARM_DW3_ONE("r2")         \
+    PE_ARM_DW3_ONE("r3")
+#define PE_ARM_DW3_RELOAD "add r0, sp, #56\n\tldm r0, {r4, r5, r6, r8, r9}\n\t"
+/* words 15..19 of the frame (the general form's weights) onto the stack: after the first 15
+ * words are copied, r7 points at them */
+#define PE_ARM_DW3_SAVE "ldm r7, {r0, r1, r2, r3, r10}\n\tadd r11, sp, #60\n\t" \
+    "stm r11, {r0, r1, r2, r3, r10}\n\t"
+
+/* the loop over the rows of one channel (a frame of 20 words on the stack, the first 15
+ * copied, the rest by `save`): per four outputs the bias (words 3..6), the three rows (r7:
+ * the plane's row stride in bytes), the requantization `rq` (words 0..2 in r7 r10 r11; r7
+ * reloaded from word 7 after), the four stores `cs` bytes apart (word 8), `after` (the
+ * weights back from words 14..18), until p reaches the row's end (word 9); then the plane and
+ * the output move to the next row (words 10 and 11), the end by word 12, for word 13 rows */
+#define PE_ARM_DW3_LOOP(rowm, step, rq, save, after)                             \
+    __asm__ volatile(                                                      \
+        "sub sp, sp, #80\n\t"                                              \
+        "ldm r7!, {r0, r1, r2, r3, r10}\n\t"                               \
+        "stm sp, {r0, r1, r2, r3, r10}\n\t"                                \
+        "ldm r7!, {r0, r1, r2, r3, r10}\n\t"                               \
+        "add r11, sp, #20\n\t"                                             \
+        "stm r11, {r0, r1, r2, r3, r10}\n\t"                               \
+        "ldm r7!, {r0, r1, r2, r3, r10}\n\t"                               \
+        "add r11, sp, #40\n\t"                                             \
+        "stm r11, {r0, r1, r2, r3, r10}\n\t"                               \
+        save                                                               \
+        "ldr r7, [sp, #28]\n\t"                                            \
+        "1:\n\t"                                                           \
+        "ldrd r0, r1, [sp, #12]\n\t"                                       \
+        "ldrd r2, r3, [sp, #20]\n\t"                                       \
+        rowm("r4", "r8", "b")                                              \
+        "add r12, r12, r7\n\t"                                             \
+        rowm("r5", "r8", "t")                                              \
+        "add r12, r12, r7\n\t"                                             \
+        rowm("r6", "r9", "b")                                              \
+        "sub r12, r12, r7, lsl #1\n\t"                                     \
+        "add r12, r12, #" step "\n\t"                                      \
+        "ldm sp, {r7, r10, r11}\n\t"                                       \
+        rq                                                                 \
+        "ssat r0, #8, r0\n\t"                                              \
+        "ssat r1, #8, r1\n\t"                                              \
+        "ssat r2, #8, r2\n\t"                                              \
+        "ssat r3, #8, r3\n\t"                                              \
+        "ldrd r7, r10, [sp, #28]\n\t"                                      \
+        "strb r0, [lr]\n\t"                                                \
+        "strb r1, [lr, r10]\n\t"                                           \
+        "add lr, lr, r10, lsl #1\n\t"                                      \
+        "strb r2, [lr]\n\t"                                                \
+        "strb r3, [lr, r10]\n\t"                                           \
+        "add lr, lr, r10, lsl #1\n\t"                                      \
+        after                                                              \
+        "ldr r11, [sp, #36]\n\t"                                           \
+        "cmp r12, r11\n\t"                                                 \
+        "bne 1b\n\t"                                                       \
+        "add r0, sp, #40\n\t"                                              \
+        "ldm r0, {r1, r2, r3, r10}\n\t"                                    \
+        "add r12, r12, r1\n\t"                                             \
+        "add lr, lr, r2\n\t"                                               \
+        "add r11, r11, r3\n\t"                                             \
+        "str r11, [sp, #36]\n\t"                                           \
+        "subs r10, r10, #1\n\t"                                            \
+        "str r10, [sp, #52]\n\t"                                           \
+        "bne 1b\n\t"                                                       \
+        "add sp, sp, #80\n\t"                                              \
+        : "+r"(fr), "+r"(p), "+r"(out), "+r"(w0), "+r"(w1)                 \
+        : "r"(w2), "r"(v01), "r"(v2)                                       \
+        : "r0", "r1", "r2", "r3", "r10", "r11", "cc", "memory")
+
+/* outputs [0, 4 * groups) of every output row of a 3x3 depthwise channel whose outputs are
+ * SSAT to int8 (the whole range as clamp, no zero point left to add): `general` the
+ * one-rounding form, else the fast one (pe_arm.h); plane the channel's plane (wp values a
+ * row), wq its weight pairs, bc its bias, r its three words, o its first output (cs bytes
+ * apart, out_w a row) */
+static void pe_arm_dw3_rows(const int16_t *plane, int32_t wp, int32_t sh, int32_t sw,
+                            const uint32_t *wq, int32_t bc, const int32_t *r, int general,
+                            int8_t *o, int32_t cs, int32_t out_h, int32_t out_w)
+{
+    const int32_t groups = out_w >> 2;
+    const int32_t step = (sw == 1 ? 8 : 16) * groups;      /* bytes of plane a row reads */
+    uint32_t frame[20];
+    register const uint32_t *fr __asm__("r7") = frame;
+    register const int16_t *p __asm__("r12") = plane;
+    register int8_t *out __asm__("lr") = o;
+    register uint32_t w0 __asm__("r4") = wq[0];
+    register uint32_t w1 __asm__("r5") = wq[2];
+    register uint32_t w2 __asm__("r6") = wq[4];
+    register uint32_t v01 __asm__("r8") = (wq[1] & 0xffffu) | (wq[3] << 16);
+    register uint32_t v2 __asm__("r9") = wq[5];
+    if (groups <= 0 || out_h <= 0) {
+        return;
+    }
+    frame[0] = (uint32_t)r[0];
+    frame[1] = (uint32_t)r[1];
+    frame[2] = (uint32_t)r[2];
+    frame[3] = frame[4] = frame[5] = frame[6] = (uint32_t)bc;
+    frame[7] = (uint32_t)(2 * wp);
+    frame[8] = (uint32_t)cs;
+    frame[9] = (uint32_t)(uintptr_t)plane + (uint32_t)step;
+    frame[10] = (uint32_t)(2 * wp * sh - step);
+    frame[11] = (uint32_t)((out_w - 4 * groups) * cs);
+    frame[12] = (uint32_t)(2 * wp * sh);
+    frame[13] = (uint32_t)out_h;
+    if (general) {
+        frame[14] = w0;
+        frame[15] = w1;
+        frame[16] = w2;
+        frame[17] = v01;
+        frame[18] = v2;
+        frame[19] = 0;
+        if (sw == 1) {
+            PE_ARM_DW3_LOOP(PE_ARM_DW3_S1, "8", PE_ARM_DW3_GENERAL_RQ, PE_ARM_DW3_SAVE,
+                            PE_ARM_DW3_RELOAD);
+        } else {
+            PE_ARM_DW3_LOOP(PE_ARM_DW3_S2, "16", PE_ARM_DW3_GENERAL_RQ, PE_ARM_DW3_SAVE,
+                            PE_ARM_DW3_RELOAD);
+        }
+    } else if (sw == 1) {
+        PE_ARM_DW3_LOOP(PE_ARM_DW3_S1, "8", PE_ARM_DW3_FAST_RQ, "", "");
+    } else {
+        PE_ARM_DW3_LOOP(PE_ARM_DW3_S2, "16", PE_ARM_DW3_FAST_RQ, "", "");
+    }
+    (void)fr;
+    (void)p;
+    (void)out;
+    (void)w0;
+    (void)w1;
+}
+#endif
+
 PE_ARM_KERNEL void pe_arm_dw_s8(const pe_context *ctx, const int8_t *input,
                                 const int8_t *filter, const int32_t *bias, const int32_t *ksum,
                                 const int32_t *rq,
@@ -91,7 +273,7 @@ PE_ARM_KERNEL void pe_arm_dw_s8(const pe_context *ctx, const int8_t *input,
     const int32_t pairs = (k_w + 1) / 2;
     int16_t *const plane = (int16_t *)ctx->buf;
     uint32_t wq[PE_ARM_DW_MAX_PAIRS];
-    int32_t b, c, oy, ox, ky, j;
+    int32_t b, c, oy, ox, ox0, ky, j;
     for (b = 0; b < n; ++b) {
         const int8_t *in = input + b * in_h * in_w * chans;
         int8_t *out = output + b * out_h * out_w * chans;
@@ -117,10 +299,21 @@ PE_ARM_KERNEL void pe_arm_dw_s8(const pe_context *ctx, const int8_t *input,
                     wq[ky * pairs + j] = pe_arm_pack16(w0 * wscale, w1 * wscale);
                 }
             }
+            ox0 = 0;
+#if PE_ARM_DSP
+            if (k_h == 3 && k_w == 3 && sw <= 2 &&
+                (mode == PE_ARM_FAST ||
+                 (mode == 0 && out_off == 0 && act_min <= -128 && act_max >= 127))) {
+                /* four outputs a step in assembly, the rest of each row below */
+                pe_arm_dw3_rows(plane, wp, sh, sw, wq, bc, r, mode == 0, out + c, chans, out_h,
+                                out_w);
+                ox0 = out_w & ~3;
+            }
+#endif
             for (oy = 0; oy < out_h; ++oy) {
                 const int16_t *base = plane + oy * sh * wp;
                 int8_t *o = out + oy * out_w * chans + c;
-                ox = 0;
+                ox = ox0;
                 if (k_w == 3 && sw == 1) {
                     for (; ox + 1 < out_w; ox += 2) {
                         int32_t s0 = bc, s1 = bc;

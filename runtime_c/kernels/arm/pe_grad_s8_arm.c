@@ -27,36 +27,48 @@
 #include "pe_grad_fixed.h"
 #include "pe_pool2d_grad.h"
 
-/* One prescaled gradient MBQM(dy << b, M_o, k_o) from the four words codegen/backends/arm.py
- * computes per channel (`pre`: m, c, e, s): with x = dy << (b + max(k, 0)) (|x| < 2^17) the
- * double rounding is exactly SMMLAR(x << 1, m, c) >> e, c = 2^(e-1) (0 for e = 0) one less
- * for a negative x when e > 0 (pe_arm.h's fast form; e = max(-k, 0), s = b + max(k, 0) + 1). */
+/* One prescaled gradient MBQM(dy << b, M_o, k_o) from the five words codegen/backends/arm.py
+ * computes per channel (`pre`: m, c, e, s, z): with x = dy << (b + max(k, 0)) (|x| < 2^17)
+ * the double rounding is exactly SMMLAR(x << 1, m, c) >> e, c = 2^(e-1) (0 for e = 0) one
+ * less for a negative x when e > 0 (pe_arm.h's fast form; e = max(-k, 0), s = b + max(k, 0)
+ * + 1): z is -1 when e > 0 (else 0), the one less is x's sign AND z. */
+enum { PE_ARM_PRE_WORDS = 5 };
+
 static inline int32_t pe_arm_prescale(int32_t dy, const int32_t *pre)
 {
     const int32_t x = dy * (1 << pre[3]);
-    const int32_t c = (dy < 0 && pre[2] > 0) ? pre[1] - 1 : pre[1];
+    const int32_t c = pre[1] + (pre[4] & (dy < 0 ? -1 : 0));
     return pe_asr_s32(pe_arm_smmlar(x, pre[0], c), pre[2]);
 }
 
 #if PE_ARM_DSP
+/* one value of pe_arm_range's assembly: lo = min(lo, v), hi = max(hi, v) */
+#define PE_ARM_RANGE_ONE(v)                              \
+    "cmp %[" v "], %[lo]\n\t"                           \
+    "it lt\n\t"                                         \
+    "movlt %[lo], %[" v "]\n\t"                         \
+    "cmp %[" v "], %[hi]\n\t"                           \
+    "it gt\n\t"                                         \
+    "movgt %[hi], %[" v "]\n\t"
+
 /* one value of pe_arm_prescale_groups' assembly: byte `lsb` of u (sign-extended), its
- * channel's words loaded into m c e s (ascending registers), the result at dst + `off` bytes */
+ * channel's words loaded into m c e s z (ascending registers), the result at dst + `off`
+ * bytes */
 #define PE_ARM_PRESCALE_ONE(lsb, off)                    \
     "sbfx %[x], %[u], #" lsb ", #8\n\t"                  \
-    "ldm %[pre]!, {%[m], %[c], %[e], %[s]}\n\t"          \
-    "cmp %[e], #0\n\t"                                   \
-    "it gt\n\t"                                          \
-    "addgt %[c], %[c], %[x], asr #31\n\t"                \
-    "lsl %[x], %[x], %[s]\n\t"                           \
-    "smmlar %[x], %[x], %[m], %[c]\n\t"                  \
-    "asr %[x], %[x], %[e]\n\t"                           \
+    "ldm %[pre]!, {%[m], %[c], %[e], %[s], %[z]}\n\t"    \
+    "and %[z], %[z], %[x], asr #31\n\t"                 \
+    "add %[c], %[c], %[z]\n\t"                          \
+    "lsl %[x], %[x], %[s]\n\t"                          \
+    "smmlar %[x], %[x], %[m], %[c]\n\t"                 \
+    "asr %[x], %[x], %[e]\n\t"                          \
     "strh %[x], [%[dst], #" off "]\n\t"
 #endif
 
 /* the prescaled gradients of one position's `count` values from `pre`'s words in SXTB16's
  * pair order, group g of four at dst + g * stride (4: a row; 8: a column of an interleaved
  * pair); on DSP cores whole groups in one assembly loop (a word of dy a group,
- * pe_arm_prescale's branch as a conditional add) */
+ * pe_arm_prescale's sign fix as an AND with z) */
 static void pe_arm_prescale_groups(int16_t *dst, int32_t stride, const int8_t *dy,
                                    int32_t count, const int32_t *pre)
 {
@@ -67,6 +79,7 @@ static void pe_arm_prescale_groups(int16_t *dst, int32_t stride, const int8_t *d
         register uint32_t c __asm__("r5");
         register uint32_t e __asm__("r6");
         register uint32_t s __asm__("r7");
+        register uint32_t z __asm__("r8");
         const int8_t *const end = dy + (count & ~3);
         const int32_t step = 2 * stride;
         uint32_t u, x;
@@ -80,7 +93,8 @@ static void pe_arm_prescale_groups(int16_t *dst, int32_t stride, const int8_t *d
             "add %[dst], %[dst], %[step]\n\t"
             "cmp %[dy], %[end]\n\t"
             "bne 1b\n\t"
-            : [m] "=&r"(m), [c] "=&r"(c), [e] "=&r"(e), [s] "=&r"(s), [u] "=&r"(u),
+            : [m] "=&r"(m), [c] "=&r"(c), [e] "=&r"(e), [s] "=&r"(s), [z] "=&r"(z),
+              [u] "=&r"(u),
               [x] "=&r"(x), [dy] "+r"(dy), [dst] "+r"(dst), [pre] "+r"(pre)
             : [end] "r"(end), [step] "r"(step)
             : "cc", "memory");
@@ -88,27 +102,55 @@ static void pe_arm_prescale_groups(int16_t *dst, int32_t stride, const int8_t *d
         (void)c;
         (void)e;
         (void)s;
+        (void)z;
         o = count & ~3;
         dy -= o;
     }
 #else
-    for (; o + 4 <= count; o += 4, dst += stride, pre += 16) {
+    for (; o + 4 <= count; o += 4, dst += stride, pre += 4 * PE_ARM_PRE_WORDS) {
         dst[0] = (int16_t)pe_arm_prescale(dy[o], pre);
-        dst[2] = (int16_t)pe_arm_prescale(dy[o + 1], pre + 4);
-        dst[1] = (int16_t)pe_arm_prescale(dy[o + 2], pre + 8);
-        dst[3] = (int16_t)pe_arm_prescale(dy[o + 3], pre + 12);
+        dst[2] = (int16_t)pe_arm_prescale(dy[o + 1], pre + PE_ARM_PRE_WORDS);
+        dst[1] = (int16_t)pe_arm_prescale(dy[o + 2], pre + 2 * PE_ARM_PRE_WORDS);
+        dst[3] = (int16_t)pe_arm_prescale(dy[o + 3], pre + 3 * PE_ARM_PRE_WORDS);
     }
 #endif
-    for (; o < count; ++o, pre += 4) {
+    for (; o < count; ++o, pre += PE_ARM_PRE_WORDS) {
         dst[pe_arm_slot(o) & 3] = (int16_t)pe_arm_prescale(dy[o], pre);
     }
 }
 
-/* the range of n int32 sums, two a step */
+/* the range of n int32 sums: on DSP cores four a step in assembly (one LDM, a compare and a
+ * conditional move per bound), then two a step */
 static pe_range pe_arm_range(const int32_t *acc, int32_t n)
 {
-    int32_t lo = 0, hi = 0, i;
-    for (i = 0; i + 2 <= n; i += 2) {
+    int32_t lo = 0, hi = 0, i = 0;
+#if PE_ARM_DSP
+    if (n >= 4) {
+        register int32_t a __asm__("r0");
+        register int32_t b __asm__("r1");
+        register int32_t c __asm__("r2");
+        register int32_t d __asm__("r3");
+        const int32_t *p = acc;
+        const int32_t *const end = acc + (n & ~3);
+        __asm__ volatile(
+            "1:\n\t"
+            "ldm %[p]!, {r0, r1, r2, r3}\n\t"
+            PE_ARM_RANGE_ONE("a") PE_ARM_RANGE_ONE("b") PE_ARM_RANGE_ONE("c")
+            PE_ARM_RANGE_ONE("d")
+            "cmp %[p], %[end]\n\t"
+            "bne 1b\n\t"
+            : [a] "=&r"(a), [b] "=&r"(b), [c] "=&r"(c), [d] "=&r"(d), [p] "+r"(p),
+              [lo] "+r"(lo), [hi] "+r"(hi)
+            : [end] "r"(end)
+            : "cc", "memory");
+        (void)a;
+        (void)b;
+        (void)c;
+        (void)d;
+        i = n & ~3;
+    }
+#endif
+    for (; i + 2 <= n; i += 2) {
         const int32_t a = acc[i], b = acc[i + 1];
         lo = a < lo ? a : lo;
         hi = a > hi ? a : hi;
@@ -145,6 +187,60 @@ static inline int8_t pe_arm_rescale_one(int32_t acc, int32_t l1, int32_t m, int3
     return (int8_t)(v < -PE_GRAD_MAX ? -PE_GRAD_MAX : v);
 }
 
+#if PE_ARM_DSP
+/* pe_arm_rescale_one(acc, l1, m, r, 1) of register v (t a scratch): the rounding constant
+ * rides in SMMLAR's accumulator, and -[t < 0] is x's sign (x = acc << l1, t = SMMULR(x, m)
+ * has x's sign or is 0, where both give 0 for r > 0) */
+#define PE_ARM_RESCALE_ONE(v)                            \
+    "lsl %[" v "], %[" v "], %[l1]\n\t"                  \
+    "smmlar %[t], %[" v "], %[m], %[rnd]\n\t"           \
+    "add %[t], %[t], %[" v "], asr #31\n\t"              \
+    "asr %[" v "], %[t], %[r]\n\t"
+
+/* pe_arm_rescale_one(acc[i], l1, m, r, 1) for i < n (a multiple of four, n > 0): four a step,
+ * values of [-128, 128] packed as int16 lanes, SSAT16 to [-128, 127], the four bytes in one
+ * word, -128 lifted to -127 (SSUB8 and SEL against -127 in every byte) */
+static void pe_arm_rescale_fast(const int32_t *acc, int32_t n, int32_t l1, int32_t m,
+                                int32_t r, int8_t *dx)
+{
+    register int32_t a __asm__("r0");
+    register int32_t b __asm__("r1");
+    register int32_t c __asm__("r2");
+    register int32_t d __asm__("r3");
+    const int32_t *const end = acc + n;
+    const int32_t rnd = 1 << (r - 1);
+    const uint32_t m127 = 0x81818181u;
+    int32_t t;
+    __asm__ volatile(
+        "1:\n\t"
+        "ldm %[p]!, {r0, r1, r2, r3}\n\t"
+        PE_ARM_RESCALE_ONE("a") PE_ARM_RESCALE_ONE("b") PE_ARM_RESCALE_ONE("c")
+        PE_ARM_RESCALE_ONE("d")
+        "pkhbt %[a], %[a], %[c], lsl #16\n\t"
+        "pkhbt %[b], %[b], %[d], lsl #16\n\t"
+        "ssat16 %[a], #8, %[a]\n\t"
+        "ssat16 %[b], #8, %[b]\n\t"
+        "uxtb16 %[a], %[a]\n\t"
+        "uxtb16 %[b], %[b]\n\t"
+        "orr %[a], %[a], %[b], lsl #8\n\t"
+        "ssub8 %[t], %[a], %[m127]\n\t"
+        "sel %[a], %[a], %[m127]\n\t"
+        "str %[a], [%[dx]], #4\n\t"
+        "cmp %[p], %[end]\n\t"
+        "bne 1b\n\t"
+        : [a] "=&r"(a), [b] "=&r"(b), [c] "=&r"(c), [d] "=&r"(d), [t] "=&r"(t),
+          [p] "+r"(acc), [dx] "+r"(dx)
+        : [end] "r"(end), [l1] "r"(l1), [m] "r"(m), [rnd] "r"(rnd), [r] "r"(r),
+          [m127] "r"(m127)
+        : "cc", "memory");
+    (void)a;
+    (void)b;
+    (void)c;
+    (void)d;
+    (void)t;
+}
+#endif
+
 /* dx = the rescaled sums, two a step (round: r > 0, constant in each loop) */
 #define PE_ARM_RESCALE_LOOP(round)                                        \
     do {                                                                  \
@@ -171,6 +267,14 @@ static void pe_arm_rescale_sums(const int32_t *acc, int32_t total,
     if (pe_bitlen_u32(pe_range_max_abs(&range)) <= 30) {
         const int32_t l1 = plan.left + 1, r = plan.right;
         if (r > 0) {
+#if PE_ARM_DSP
+            if (total >= 4) {
+                pe_arm_rescale_fast(acc, total & ~3, l1, m, r, dx);
+                acc += total & ~3;
+                dx += total & ~3;
+                total &= 3;
+            }
+#endif
             PE_ARM_RESCALE_LOOP(1);
         } else {
             PE_ARM_RESCALE_LOOP(0);
