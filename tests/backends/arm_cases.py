@@ -91,17 +91,18 @@ def dw_fast(rng: Rng) -> Case:
     return _full_range(rng, graph), batch
 
 
-def dw3_rows(rng: Rng) -> Case:
-    """3x3 depthwise layers of the whole int8 range with rows of 4 to 21 outputs (the
-    four-output assembly of pe_arm_dw.h, stride 1 or 2 across, and the outputs after its last
-    group), in the fast form or (a bias training changes) the one-rounding form."""
+def dw_rows(rng: Rng) -> Case:
+    """3x3, 5x5 and 7x7 depthwise layers of the whole int8 range with rows of 4 to 21 outputs
+    (the four-output assembly of pe_arm_dw.h, stride 1 or 2 across, and the outputs after its
+    last group), in the fast form or (a bias training changes) the one-rounding form."""
+    k = int(rng.choice([3, 5, 7]))
     sw = int(rng.choice([1, 2]))
     out_w = int(rng.integers(4, 22))
     shape = (1, int(rng.integers(1, 6)), (out_w - 1) * sw + int(rng.choice([1, 2, 3])),
              int(rng.integers(1, 13)))
     stride = (int(rng.choice([1, 2])), sw)
-    pads = cmsis_cases._same(shape[1:3], (3, 3), stride)
-    graph, batch = depthwise_conv2d_graph(rng, "int8", shape, 1, (3, 3), stride, (1, 1),
+    pads = cmsis_cases._same(shape[1:3], (k, k), stride)
+    graph, batch = depthwise_conv2d_graph(rng, "int8", shape, 1, (k, k), stride, (1, 1),
                                           pads)
     op = graph.ops[0]
     if len(op.inputs) > 2 and op.inputs[2] and rng.random() < 0.5:
@@ -143,8 +144,8 @@ def _full_range(rng: Rng, graph: Graph, low: float = 0.5) -> Graph:
 FAMILIES: dict[str, list[tuple[float, Callable[[Rng], Case]]]] = {
     "conv2d": [(0.25, lambda rng: cmsis_cases.case("conv2d", rng)), (0.15, conv_pointwise),
                (0.15, conv_kxk), (0.45, conv_stream)],
-    "depthwise_conv2d": [(0.3, lambda rng: cmsis_cases.case("depthwise_conv2d", rng)),
-                         (0.2, dw_window), (0.15, dw_fast), (0.15, dw_ties), (0.2, dw3_rows)],
+    "depthwise_conv2d": [(0.25, lambda rng: cmsis_cases.case("depthwise_conv2d", rng)),
+                         (0.15, dw_window), (0.1, dw_fast), (0.1, dw_ties), (0.4, dw_rows)],
     "fully_connected": [(1.0, fc_wide)],
     "add": [(1.0, lambda rng: cmsis_cases.case("add", rng))],
     "stream_chain": [(1.0, lambda rng: stream_chain_case(rng, arm=True))],
@@ -189,14 +190,16 @@ def path(graph: Graph, batch: int, form: str = "arm") -> str:
         call = arm.ARM.build(graph, op, batch, Target()) if form == "arm" else None
         mode = int(call.args[-1][1].value) if call is not None else 0
         fast = ("-fast-signed" if mode & arm.SIGNED else "-fast") if mode & arm.FAST else ""
+        # pe_arm_dw.h's four-output assembly: square 3x3, 5x5, 7x7 windows, fast form, or the
+        # one-rounding form with the zero point folded and the whole int8 range as clamp
+        whole = call is not None and mode == 0 and [
+            int(a.value) for _, a in call.args[-4:-1]] == [0, -128, 127]
+        rows4 = "-rows4" if (fast == "-fast" or whole) and w.shape[1] == w.shape[2] and \
+            w.shape[2] in (3, 5, 7) and s in (1, 2) and out.shape[2] >= 4 else ""
         if w.shape[2] == 3 and s in (1, 2):
-            # pe_arm_dw.h's four-output assembly: fast form, or the one-rounding form with the
-            # zero point folded and the whole int8 range as clamp
-            whole = call is not None and mode == 0 and [
-                int(a.value) for _, a in call.args[-4:-1]] == [0, -128, 127]
-            rows4 = "-rows4" if (fast == "-fast" or whole) and w.shape[1] == 3 and \
-                out.shape[2] >= 4 else ""
             return f"dw-3x3-s{s}{fast}{rows4}"
+        if rows4:
+            return f"dw-{w.shape[2]}x{w.shape[2]}-s{s}{fast}{rows4}"
         return ("dw-pairs" if s <= 2 else "dw-generic") + fast
     if op.type == "fully_connected":
         w = graph.tensors[op.inputs[1]]

@@ -29,13 +29,15 @@ from .arm_helpers import arm_record
 pytestmark = pytest.mark.emulator
 
 BOARDS = ("mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547")
-N_PER_OP = {"conv2d": 160, "depthwise_conv2d": 90, "fully_connected": 50, "add": 30,
+N_PER_OP = {"conv2d": 160, "depthwise_conv2d": 200, "fully_connected": 50, "add": 30,
             "stream_chain": 40}
 IMAGE_BYTES = 160 * 1024                  # case data per image (the M55's TCMs are 512 KiB)
 CASES_PER_IMAGE = 120                     # inlined bodies: keep one file's compile short
 PATHS = {"conv-c4", "conv-c-any-tail", "conv-c4-odd-pixels", "conv-c4-odd-c", "dw-3x3-s1",
          "dw-3x3-s2", "dw-pairs", "dw-3x3-s2-fast-signed", "dw-3x3-s1-fast-rows4",
-         "dw-3x3-s2-fast-rows4", "dw-3x3-s1-rows4", "dw-3x3-s2-rows4",
+         "dw-3x3-s2-fast-rows4", "dw-3x3-s1-rows4", "dw-3x3-s2-rows4", "dw-5x5-s1-fast-rows4",
+         "dw-5x5-s1-rows4", "dw-5x5-s2-fast-rows4", "dw-5x5-s2-rows4", "dw-7x7-s1-fast-rows4",
+         "dw-7x7-s1-rows4", "dw-7x7-s2-rows4",
          "dw-pairs-fast-signed", "fc-quads", "fc-rest-tail", "add-rq",
          "conv-w16-fast-relu", "conv-w16-fast-signed-pad", "conv-w16-general-relu-pad",
          "conv-w16-general-signed", "conv-w16-general-relu-odd-pixels", "conv-rows-relu",

@@ -144,7 +144,7 @@ PE_ARM_INLINE int8_t pe_arm_dw_out(int32_t acc, const int32_t *rq, int32_t mode,
  * reloaded from word 7 after), the four stores `cs` bytes apart (word 8), `after` (the
  * weights back from words 14..18), until p reaches the row's end (word 9); then the plane and
  * the output move to the next row (words 10 and 11), the end by word 12, for word 13 rows */
-#define PE_ARM_DW3_LOOP(rowm, step, rq, save, after)                             \
+#define PE_ARM_DW_LOOP(taps, step, rq, save, after, ...)                   \
     __asm__ volatile(                                                      \
         "sub sp, sp, #80\n\t"                                              \
         "ldm r7!, {r0, r1, r2, r3, r10}\n\t"                               \
@@ -160,12 +160,7 @@ PE_ARM_INLINE int8_t pe_arm_dw_out(int32_t acc, const int32_t *rq, int32_t mode,
         "1:\n\t"                                                           \
         "ldrd r0, r1, [sp, #12]\n\t"                                       \
         "ldrd r2, r3, [sp, #20]\n\t"                                       \
-        rowm("r4", "r8", "b")                                              \
-        "add r12, r12, r7\n\t"                                             \
-        rowm("r5", "r8", "t")                                              \
-        "add r12, r12, r7\n\t"                                             \
-        rowm("r6", "r9", "b")                                              \
-        "sub r12, r12, r7, lsl #1\n\t"                                     \
+        taps                                                               \
         "add r12, r12, #" step "\n\t"                                      \
         "ldm sp, {r7, r10, r11}\n\t"                                       \
         rq                                                                 \
@@ -194,18 +189,146 @@ PE_ARM_INLINE int8_t pe_arm_dw_out(int32_t acc, const int32_t *rq, int32_t mode,
         "str r10, [sp, #52]\n\t"                                           \
         "bne 1b\n\t"                                                       \
         "add sp, sp, #80\n\t"                                              \
-        : "+r"(fr), "+r"(p), "+r"(out), "+r"(w0), "+r"(w1)                 \
-        : "r"(w2), "r"(v01), "r"(v2)                                       \
-        : "r0", "r1", "r2", "r3", "r10", "r11", "cc", "memory")
+        : __VA_ARGS__)
+/* the three rows of taps of a 3x3 window, the weights in registers (r4 r5 r6: taps 0 and 1 of
+ * each row, r8: the third taps of rows 0 and 1, r9: of row 2) */
+#define PE_ARM_DW3_TAPS(rowm)                                              \
+    rowm("r4", "r8", "b")                                                  \
+    "add r12, r12, r7\n\t"                                                 \
+    rowm("r5", "r8", "t")                                                  \
+    "add r12, r12, r7\n\t"                                                 \
+    rowm("r6", "r9", "b")                                                  \
+    "sub r12, r12, r7, lsl #1\n\t"
+#define PE_ARM_DW3_LOOP(rowm, step, rq, save, after)                       \
+    PE_ARM_DW_LOOP(PE_ARM_DW3_TAPS(rowm), step, rq, save, after,           \
+                   "+r"(fr), "+r"(p), "+r"(out), "+r"(w0), "+r"(w1)        \
+                   : "r"(w2), "r"(v01), "r"(v2)                            \
+                   : "r0", "r1", "r2", "r3", "r10", "r11", "cc", "memory")
 
-/* outputs [0, 4 * groups) of every output row of a 3x3 depthwise channel whose outputs are
- * SSAT to int8 (the whole range as clamp, no zero point left to add): `general` the
- * one-rounding form, else the fast one (pe_arm.h); plane the channel's plane (wp values a
+/* One row of taps of a 5x5 or 7x7 window against four outputs: the row's weight pairs loaded
+ * from r9 (pe_arm_dw_s8's wq: (w0, w1), (w2, w3), ..., (w_last, 0)) into r4 r5 r6 [r8], then
+ * the plane's values x0.. at r12 in loads of two (stride 1: aligned and one-off pairs, each
+ * read once; stride 2: aligned pairs, each used by every output it reaches at once) */
+#define PE_ARM_DW5_S1                                                      \
+    "ldm r9!, {r4, r5, r6}\n\t"                                            \
+    "ldr r10, [r12, #0]\n\t"                                               \
+    "ldr r11, [r12, #2]\n\t"                                               \
+    "smlad r0, r10, r4, r0\n\t"                                            \
+    "smlad r1, r11, r4, r1\n\t"                                            \
+    "ldr r10, [r12, #4]\n\t"                                               \
+    "ldr r11, [r12, #6]\n\t"                                               \
+    "smlad r0, r10, r5, r0\n\t"                                            \
+    "smlad r1, r11, r5, r1\n\t"                                            \
+    "smlad r2, r10, r4, r2\n\t"                                            \
+    "smlad r3, r11, r4, r3\n\t"                                            \
+    "ldr r10, [r12, #8]\n\t"                                               \
+    "ldr r11, [r12, #10]\n\t"                                              \
+    "smlabb r0, r10, r6, r0\n\t"                                           \
+    "smlatb r1, r10, r6, r1\n\t"                                           \
+    "smlad r2, r10, r5, r2\n\t"                                            \
+    "smlad r3, r11, r5, r3\n\t"                                            \
+    "ldr r10, [r12, #12]\n\t"                                              \
+    "smlabb r2, r10, r6, r2\n\t"                                           \
+    "smlatb r3, r10, r6, r3\n\t"
+#define PE_ARM_DW7_S1                                                      \
+    "ldm r9!, {r4, r5, r6, r8}\n\t"                                        \
+    "ldr r10, [r12, #0]\n\t"                                               \
+    "ldr r11, [r12, #2]\n\t"                                               \
+    "smlad r0, r10, r4, r0\n\t"                                            \
+    "smlad r1, r11, r4, r1\n\t"                                            \
+    "ldr r10, [r12, #4]\n\t"                                               \
+    "ldr r11, [r12, #6]\n\t"                                               \
+    "smlad r0, r10, r5, r0\n\t"                                            \
+    "smlad r1, r11, r5, r1\n\t"                                            \
+    "smlad r2, r10, r4, r2\n\t"                                            \
+    "smlad r3, r11, r4, r3\n\t"                                            \
+    "ldr r10, [r12, #8]\n\t"                                               \
+    "ldr r11, [r12, #10]\n\t"                                              \
+    "smlad r0, r10, r6, r0\n\t"                                            \
+    "smlad r1, r11, r6, r1\n\t"                                            \
+    "smlad r2, r10, r5, r2\n\t"                                            \
+    "smlad r3, r11, r5, r3\n\t"                                            \
+    "ldr r10, [r12, #12]\n\t"                                              \
+    "ldr r11, [r12, #14]\n\t"                                              \
+    "smlabb r0, r10, r8, r0\n\t"                                           \
+    "smlatb r1, r10, r8, r1\n\t"                                           \
+    "smlad r2, r10, r6, r2\n\t"                                            \
+    "smlad r3, r11, r6, r3\n\t"                                            \
+    "ldr r10, [r12, #16]\n\t"                                              \
+    "smlabb r2, r10, r8, r2\n\t"                                           \
+    "smlatb r3, r10, r8, r3\n\t"
+#define PE_ARM_DW5_S2                                                      \
+    "ldm r9!, {r4, r5, r6}\n\t"                                            \
+    "ldr r10, [r12, #0]\n\t"                                               \
+    "smlad r0, r10, r4, r0\n\t"                                            \
+    "ldr r10, [r12, #4]\n\t"                                               \
+    "smlad r0, r10, r5, r0\n\t"                                            \
+    "smlad r1, r10, r4, r1\n\t"                                            \
+    "ldr r10, [r12, #8]\n\t"                                               \
+    "smlabb r0, r10, r6, r0\n\t"                                           \
+    "smlad r1, r10, r5, r1\n\t"                                            \
+    "smlad r2, r10, r4, r2\n\t"                                            \
+    "ldr r10, [r12, #12]\n\t"                                              \
+    "smlabb r1, r10, r6, r1\n\t"                                           \
+    "smlad r2, r10, r5, r2\n\t"                                            \
+    "smlad r3, r10, r4, r3\n\t"                                            \
+    "ldr r10, [r12, #16]\n\t"                                              \
+    "smlabb r2, r10, r6, r2\n\t"                                           \
+    "smlad r3, r10, r5, r3\n\t"                                            \
+    "ldr r10, [r12, #20]\n\t"                                              \
+    "smlabb r3, r10, r6, r3\n\t"
+#define PE_ARM_DW7_S2                                                      \
+    "ldm r9!, {r4, r5, r6, r8}\n\t"                                        \
+    "ldr r10, [r12, #0]\n\t"                                               \
+    "smlad r0, r10, r4, r0\n\t"                                            \
+    "ldr r10, [r12, #4]\n\t"                                               \
+    "smlad r0, r10, r5, r0\n\t"                                            \
+    "smlad r1, r10, r4, r1\n\t"                                            \
+    "ldr r10, [r12, #8]\n\t"                                               \
+    "smlad r0, r10, r6, r0\n\t"                                            \
+    "smlad r1, r10, r5, r1\n\t"                                            \
+    "smlad r2, r10, r4, r2\n\t"                                            \
+    "ldr r10, [r12, #12]\n\t"                                              \
+    "smlabb r0, r10, r8, r0\n\t"                                           \
+    "smlad r1, r10, r6, r1\n\t"                                            \
+    "smlad r2, r10, r5, r2\n\t"                                            \
+    "smlad r3, r10, r4, r3\n\t"                                            \
+    "ldr r10, [r12, #16]\n\t"                                              \
+    "smlabb r1, r10, r8, r1\n\t"                                           \
+    "smlad r2, r10, r6, r2\n\t"                                            \
+    "smlad r3, r10, r5, r3\n\t"                                            \
+    "ldr r10, [r12, #20]\n\t"                                              \
+    "smlabb r2, r10, r8, r2\n\t"                                           \
+    "smlad r3, r10, r6, r3\n\t"                                            \
+    "ldr r10, [r12, #24]\n\t"                                              \
+    "smlabb r3, r10, r8, r3\n\t"
+/* the rows of a k x k window: the weights from frame word 14, the plane pointer kept in word
+ * 15 and restored after the last row */
+#define PE_ARM_DWK_NEXT "add r12, r12, r7\n\t"
+#define PE_ARM_DW5_TAPS(row)                                               \
+    "ldr r9, [sp, #56]\n\tstr r12, [sp, #60]\n\t"                          \
+    row PE_ARM_DWK_NEXT row PE_ARM_DWK_NEXT row PE_ARM_DWK_NEXT row        \
+    PE_ARM_DWK_NEXT row "ldr r12, [sp, #60]\n\t"
+#define PE_ARM_DW7_TAPS(row)                                               \
+    "ldr r9, [sp, #56]\n\tstr r12, [sp, #60]\n\t"                          \
+    row PE_ARM_DWK_NEXT row PE_ARM_DWK_NEXT row PE_ARM_DWK_NEXT row        \
+    PE_ARM_DWK_NEXT row PE_ARM_DWK_NEXT row PE_ARM_DWK_NEXT row            \
+    "ldr r12, [sp, #60]\n\t"
+#define PE_ARM_DWK_LOOP(taps, step, rq)                                    \
+    PE_ARM_DW_LOOP(taps, step, rq, "", "",                                 \
+                   "+r"(fr), "+r"(p), "+r"(out), "+r"(w0), "+r"(w1),       \
+                   "+r"(w2), "+r"(v01), "+r"(v2)                           \
+                   :                                                       \
+                   : "r0", "r1", "r2", "r3", "r10", "r11", "cc", "memory")
+
+/* outputs [0, 4 * groups) of every output row of a k x k (3, 5 or 7) depthwise channel whose
+ * outputs are SSAT to int8 (the whole range as clamp, no zero point left to add): `general`
+ * the one-rounding form, else the fast one (pe_arm.h); plane the channel's plane (wp values a
  * row), wq its weight pairs, bc its bias, r its three words, o its first output (cs bytes
  * apart, out_w a row) */
-static void pe_arm_dw3_rows(const int16_t *plane, int32_t wp, int32_t sh, int32_t sw,
-                            const uint32_t *wq, int32_t bc, const int32_t *r, int general,
-                            int8_t *o, int32_t cs, int32_t out_h, int32_t out_w)
+static void pe_arm_dw_rows(const int16_t *plane, int32_t wp, int32_t k, int32_t sh, int32_t sw,
+                           const uint32_t *wq, int32_t bc, const int32_t *r, int general,
+                           int8_t *o, int32_t cs, int32_t out_h, int32_t out_w)
 {
     const int32_t groups = out_w >> 2;
     const int32_t step = (sw == 1 ? 8 : 16) * groups;      /* bytes of plane a row reads */
@@ -232,7 +355,32 @@ static void pe_arm_dw3_rows(const int16_t *plane, int32_t wp, int32_t sh, int32_
     frame[11] = (uint32_t)((out_w - 4 * groups) * cs);
     frame[12] = (uint32_t)(2 * wp * sh);
     frame[13] = (uint32_t)out_h;
-    if (general) {
+    if (k != 3) {                   /* 5x5, 7x7: the weights read a row at a time */
+        frame[14] = (uint32_t)(uintptr_t)wq;
+        if (k == 5 && sw == 1) {
+            if (general) {
+                PE_ARM_DWK_LOOP(PE_ARM_DW5_TAPS(PE_ARM_DW5_S1), "8", PE_ARM_DW3_GENERAL_RQ);
+            } else {
+                PE_ARM_DWK_LOOP(PE_ARM_DW5_TAPS(PE_ARM_DW5_S1), "8", PE_ARM_DW3_FAST_RQ);
+            }
+        } else if (k == 5) {
+            if (general) {
+                PE_ARM_DWK_LOOP(PE_ARM_DW5_TAPS(PE_ARM_DW5_S2), "16", PE_ARM_DW3_GENERAL_RQ);
+            } else {
+                PE_ARM_DWK_LOOP(PE_ARM_DW5_TAPS(PE_ARM_DW5_S2), "16", PE_ARM_DW3_FAST_RQ);
+            }
+        } else if (sw == 1) {
+            if (general) {
+                PE_ARM_DWK_LOOP(PE_ARM_DW7_TAPS(PE_ARM_DW7_S1), "8", PE_ARM_DW3_GENERAL_RQ);
+            } else {
+                PE_ARM_DWK_LOOP(PE_ARM_DW7_TAPS(PE_ARM_DW7_S1), "8", PE_ARM_DW3_FAST_RQ);
+            }
+        } else if (general) {
+            PE_ARM_DWK_LOOP(PE_ARM_DW7_TAPS(PE_ARM_DW7_S2), "16", PE_ARM_DW3_GENERAL_RQ);
+        } else {
+            PE_ARM_DWK_LOOP(PE_ARM_DW7_TAPS(PE_ARM_DW7_S2), "16", PE_ARM_DW3_FAST_RQ);
+        }
+    } else if (general) {
         frame[14] = w0;
         frame[15] = w1;
         frame[16] = w2;
@@ -301,12 +449,12 @@ PE_ARM_KERNEL void pe_arm_dw_s8(const pe_context *ctx, const int8_t *input,
             }
             ox0 = 0;
 #if PE_ARM_DSP
-            if (k_h == 3 && k_w == 3 && sw <= 2 &&
+            if (k_h == k_w && (k_w == 3 || k_w == 5 || k_w == 7) && sw <= 2 &&
                 (mode == PE_ARM_FAST ||
                  (mode == 0 && out_off == 0 && act_min <= -128 && act_max >= 127))) {
                 /* four outputs a step in assembly, the rest of each row below */
-                pe_arm_dw3_rows(plane, wp, sh, sw, wq, bc, r, mode == 0, out + c, chans, out_h,
-                                out_w);
+                pe_arm_dw_rows(plane, wp, k_w, sh, sw, wq, bc, r, mode == 0, out + c, chans,
+                               out_h, out_w);
                 ox0 = out_w & ~3;
             }
 #endif
