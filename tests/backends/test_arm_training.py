@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from codegen.fit import fit_model
@@ -68,3 +69,30 @@ def test_int8_backward_fine_tune_on_the_m7_equals_golden(tmp_path):
     assert manifest["training"]["backward"] == "int8"
     kernels = {o["kernel"] for o in manifest["training"]["ops"]}
     assert {"pe_sgd_update_s8_s8_arm", "pe_sgd_update_s8_s32_arm"} <= kernels, kernels
+
+
+@pytest.mark.emulator
+@pytest.mark.parametrize("backward", ["fp32", "int8"])
+def test_mcunet_race_step_on_the_m7_equals_golden(backward, tmp_path):
+    """The MCUNet race (tests.benchmark_race: TinyEngine's 49kb sparse update, the stem chain
+    streamed in row bands, 3x3 / 5x5 / 7x7 depthwise rows in assembly, partial weights) on the
+    Cortex-M7, one SGD step with each backward mode: the golden model's params_sha256 and
+    loss bits."""
+    from tests.mcunet import mcunet_graph, mcunet_spec_49kb, table_missing_reason
+
+    if table_missing_reason() is not None:
+        pytest.skip(table_missing_reason())
+    b = runnable("mps2-an500")
+    graph = mcunet_graph(seed=0)
+    spec = mcunet_spec_49kb().replace("backward=fp32", f"backward={backward}")
+    rng = np.random.default_rng(7)
+    # one sample: the int8 image (1.9 MiB of code and constants) leaves room for one
+    train = {"x": rng.integers(-128, 128, (1, 128, 128, 3), dtype=np.int8),
+             "y": np.array([3])}
+    want = fit_model(graph, spec, train, None, epochs=1, seed=0, engine="golden")
+    run = fit_model(graph, spec, train, None, epochs=1, seed=0, engine=b.name,
+                    keep_dir=tmp_path)
+    assert run["steps"] == want["steps"] == 1
+    assert run["params_sha256"] == want["params_sha256"]
+    assert np.array_equal(np.asarray(run["loss"], np.float32).view(np.uint32),
+                          np.asarray(want["loss"], np.float32).view(np.uint32))
