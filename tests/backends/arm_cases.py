@@ -105,7 +105,7 @@ def dw_rows(rng: Rng) -> Case:
     graph, batch = depthwise_conv2d_graph(rng, "int8", shape, 1, (k, k), stride, (1, 1),
                                           pads)
     op = graph.ops[0]
-    if len(op.inputs) > 2 and op.inputs[2] and rng.random() < 0.5:
+    if len(op.inputs) > 2 and op.inputs[2] and rng.random() < 0.4:
         graph.metadata[MUTABLE] = [op.inputs[2]]      # a trained bias: the one-rounding form
     return _full_range(rng, graph, 0.8), batch
 

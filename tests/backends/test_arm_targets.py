@@ -37,7 +37,7 @@ PATHS = {"conv-c4", "conv-c-any-tail", "conv-c4-odd-pixels", "conv-c4-odd-c", "d
          "dw-3x3-s2", "dw-pairs", "dw-3x3-s2-fast-signed", "dw-3x3-s1-fast-rows4",
          "dw-3x3-s2-fast-rows4", "dw-3x3-s1-rows4", "dw-3x3-s2-rows4", "dw-5x5-s1-fast-rows4",
          "dw-5x5-s1-rows4", "dw-5x5-s2-fast-rows4", "dw-5x5-s2-rows4", "dw-7x7-s1-fast-rows4",
-         "dw-7x7-s1-rows4", "dw-7x7-s2-rows4",
+         "dw-7x7-s1-rows4", "dw-7x7-s2-fast-rows4", "dw-7x7-s2-rows4",
          "dw-pairs-fast-signed", "fc-quads", "fc-rest-tail", "add-rq",
          "conv-w16-fast-relu", "conv-w16-fast-signed-pad", "conv-w16-general-relu-pad",
          "conv-w16-general-signed", "conv-w16-general-relu-odd-pixels", "conv-rows-relu",
