@@ -92,7 +92,5 @@ def test_mcunet_race_step_on_the_m7_equals_golden(backward, tmp_path):
     want = fit_model(graph, spec, train, None, epochs=1, seed=0, engine="golden")
     run = fit_model(graph, spec, train, None, epochs=1, seed=0, engine=b.name,
                     keep_dir=tmp_path)
-    assert run["steps"] == want["steps"] == 1
-    assert run["params_sha256"] == want["params_sha256"]
-    assert np.array_equal(np.asarray(run["loss"], np.float32).view(np.uint32),
-                          np.asarray(want["loss"], np.float32).view(np.uint32))
+    assert run["steps"] == 1
+    _same_run(run, want)

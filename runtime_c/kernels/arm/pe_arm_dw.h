@@ -114,7 +114,7 @@ PE_ARM_INLINE int8_t pe_arm_dw_out(int32_t acc, const int32_t *rq, int32_t mode,
  * or the one-rounding form (words 0..2: 2^(e-2) [+ zp * 2^(e-1)], m, e-1; pe_arm_requant3:
  * the low word 2^30 with acc's sign bit, the high word the constant plus acc's sign, SMLAL,
  * the high word shifted) over r4 r5, whose weights the loop reloads after the stores */
-#define PE_ARM_DW3_FAST_RQ                                                 \
+#define PE_ARM_DW_FAST_RQ                                                 \
     "smmlar r0, r0, r7, r10\n\t"                                           \
     "smmlar r1, r1, r7, r10\n\t"                                           \
     "smmlar r2, r2, r7, r10\n\t"                                           \
@@ -123,15 +123,15 @@ PE_ARM_INLINE int8_t pe_arm_dw_out(int32_t acc, const int32_t *rq, int32_t mode,
     "asr r1, r1, r11\n\t"                                                  \
     "asr r2, r2, r11\n\t"                                                  \
     "asr r3, r3, r11\n\t"
-#define PE_ARM_DW3_ONE(acc)                                                \
+#define PE_ARM_DW_ONE(acc)                                                \
     "and r4, " acc ", #0x80000000\n\t"                                     \
     "orr r4, r4, #0x40000000\n\t"                                          \
     "add r5, r7, " acc ", asr #31\n\t"                                     \
     "smlal r4, r5, " acc ", r10\n\t"                                       \
     "asr " acc ", r5, r11\n\t"
-#define PE_ARM_DW3_GENERAL_RQ                                              \
-    PE_ARM_DW3_ONE("r0") PE_ARM_DW3_ONE("r1") PE_ARM_DW3_ONE("r2")         \
-    PE_ARM_DW3_ONE("r3")
+#define PE_ARM_DW_GENERAL_RQ                                              \
+    PE_ARM_DW_ONE("r0") PE_ARM_DW_ONE("r1") PE_ARM_DW_ONE("r2")         \
+    PE_ARM_DW_ONE("r3")
 #define PE_ARM_DW3_RELOAD "add r0, sp, #56\n\tldm r0, {r4, r5, r6, r8, r9}\n\t"
 /* words 15..19 of the frame (the general form's weights) onto the stack: after the first 15
  * words are copied, r7 points at them */
@@ -208,9 +208,9 @@ PE_ARM_INLINE int8_t pe_arm_dw_out(int32_t acc, const int32_t *rq, int32_t mode,
 /* One row of taps of a 5x5 or 7x7 window against four outputs: the row's weight pairs loaded
  * from r9 (pe_arm_dw_s8's wq: (w0, w1), (w2, w3), ..., (w_last, 0)) into r4 r5 r6 [r8], then
  * the plane's values x0.. at r12 in loads of two (stride 1: aligned and one-off pairs, each
- * read once; stride 2: aligned pairs, each used by every output it reaches at once) */
-#define PE_ARM_DW5_S1                                                      \
-    "ldm r9!, {r4, r5, r6}\n\t"                                            \
+ * read once; stride 2: aligned pairs, each used by every output it reaches at once). */
+/* stride 1: the first three pairs (x0..x5 and the one-off pairs between), common to both */
+#define PE_ARM_DWK_S1_HEAD                                                 \
     "ldr r10, [r12, #0]\n\t"                                               \
     "ldr r11, [r12, #2]\n\t"                                               \
     "smlad r0, r10, r4, r0\n\t"                                            \
@@ -222,7 +222,10 @@ PE_ARM_INLINE int8_t pe_arm_dw_out(int32_t acc, const int32_t *rq, int32_t mode,
     "smlad r2, r10, r4, r2\n\t"                                            \
     "smlad r3, r11, r4, r3\n\t"                                            \
     "ldr r10, [r12, #8]\n\t"                                               \
-    "ldr r11, [r12, #10]\n\t"                                              \
+    "ldr r11, [r12, #10]\n\t"
+#define PE_ARM_DW5_S1                                                      \
+    "ldm r9!, {r4, r5, r6}\n\t"                                            \
+    PE_ARM_DWK_S1_HEAD                                                     \
     "smlabb r0, r10, r6, r0\n\t"                                           \
     "smlatb r1, r10, r6, r1\n\t"                                           \
     "smlad r2, r10, r5, r2\n\t"                                            \
@@ -232,18 +235,7 @@ PE_ARM_INLINE int8_t pe_arm_dw_out(int32_t acc, const int32_t *rq, int32_t mode,
     "smlatb r3, r10, r6, r3\n\t"
 #define PE_ARM_DW7_S1                                                      \
     "ldm r9!, {r4, r5, r6, r8}\n\t"                                        \
-    "ldr r10, [r12, #0]\n\t"                                               \
-    "ldr r11, [r12, #2]\n\t"                                               \
-    "smlad r0, r10, r4, r0\n\t"                                            \
-    "smlad r1, r11, r4, r1\n\t"                                            \
-    "ldr r10, [r12, #4]\n\t"                                               \
-    "ldr r11, [r12, #6]\n\t"                                               \
-    "smlad r0, r10, r5, r0\n\t"                                            \
-    "smlad r1, r11, r5, r1\n\t"                                            \
-    "smlad r2, r10, r4, r2\n\t"                                            \
-    "smlad r3, r11, r4, r3\n\t"                                            \
-    "ldr r10, [r12, #8]\n\t"                                               \
-    "ldr r11, [r12, #10]\n\t"                                              \
+    PE_ARM_DWK_S1_HEAD                                                     \
     "smlad r0, r10, r6, r0\n\t"                                            \
     "smlad r1, r11, r6, r1\n\t"                                            \
     "smlad r2, r10, r5, r2\n\t"                                            \
@@ -257,14 +249,17 @@ PE_ARM_INLINE int8_t pe_arm_dw_out(int32_t acc, const int32_t *rq, int32_t mode,
     "ldr r10, [r12, #16]\n\t"                                              \
     "smlabb r2, r10, r8, r2\n\t"                                           \
     "smlatb r3, r10, r8, r3\n\t"
-#define PE_ARM_DW5_S2                                                      \
-    "ldm r9!, {r4, r5, r6}\n\t"                                            \
+/* stride 2: the first two pairs (x0..x3) and the load of the third, common to both */
+#define PE_ARM_DWK_S2_HEAD                                                 \
     "ldr r10, [r12, #0]\n\t"                                               \
     "smlad r0, r10, r4, r0\n\t"                                            \
     "ldr r10, [r12, #4]\n\t"                                               \
     "smlad r0, r10, r5, r0\n\t"                                            \
     "smlad r1, r10, r4, r1\n\t"                                            \
-    "ldr r10, [r12, #8]\n\t"                                               \
+    "ldr r10, [r12, #8]\n\t"
+#define PE_ARM_DW5_S2                                                      \
+    "ldm r9!, {r4, r5, r6}\n\t"                                            \
+    PE_ARM_DWK_S2_HEAD                                                     \
     "smlabb r0, r10, r6, r0\n\t"                                           \
     "smlad r1, r10, r5, r1\n\t"                                            \
     "smlad r2, r10, r4, r2\n\t"                                            \
@@ -279,12 +274,7 @@ PE_ARM_INLINE int8_t pe_arm_dw_out(int32_t acc, const int32_t *rq, int32_t mode,
     "smlabb r3, r10, r6, r3\n\t"
 #define PE_ARM_DW7_S2                                                      \
     "ldm r9!, {r4, r5, r6, r8}\n\t"                                        \
-    "ldr r10, [r12, #0]\n\t"                                               \
-    "smlad r0, r10, r4, r0\n\t"                                            \
-    "ldr r10, [r12, #4]\n\t"                                               \
-    "smlad r0, r10, r5, r0\n\t"                                            \
-    "smlad r1, r10, r4, r1\n\t"                                            \
-    "ldr r10, [r12, #8]\n\t"                                               \
+    PE_ARM_DWK_S2_HEAD                                                     \
     "smlad r0, r10, r6, r0\n\t"                                            \
     "smlad r1, r10, r5, r1\n\t"                                            \
     "smlad r2, r10, r4, r2\n\t"                                            \
@@ -359,26 +349,26 @@ static void pe_arm_dw_rows(const int16_t *plane, int32_t wp, int32_t k, int32_t 
         frame[14] = (uint32_t)(uintptr_t)wq;
         if (k == 5 && sw == 1) {
             if (general) {
-                PE_ARM_DWK_LOOP(PE_ARM_DW5_TAPS(PE_ARM_DW5_S1), "8", PE_ARM_DW3_GENERAL_RQ);
+                PE_ARM_DWK_LOOP(PE_ARM_DW5_TAPS(PE_ARM_DW5_S1), "8", PE_ARM_DW_GENERAL_RQ);
             } else {
-                PE_ARM_DWK_LOOP(PE_ARM_DW5_TAPS(PE_ARM_DW5_S1), "8", PE_ARM_DW3_FAST_RQ);
+                PE_ARM_DWK_LOOP(PE_ARM_DW5_TAPS(PE_ARM_DW5_S1), "8", PE_ARM_DW_FAST_RQ);
             }
         } else if (k == 5) {
             if (general) {
-                PE_ARM_DWK_LOOP(PE_ARM_DW5_TAPS(PE_ARM_DW5_S2), "16", PE_ARM_DW3_GENERAL_RQ);
+                PE_ARM_DWK_LOOP(PE_ARM_DW5_TAPS(PE_ARM_DW5_S2), "16", PE_ARM_DW_GENERAL_RQ);
             } else {
-                PE_ARM_DWK_LOOP(PE_ARM_DW5_TAPS(PE_ARM_DW5_S2), "16", PE_ARM_DW3_FAST_RQ);
+                PE_ARM_DWK_LOOP(PE_ARM_DW5_TAPS(PE_ARM_DW5_S2), "16", PE_ARM_DW_FAST_RQ);
             }
         } else if (sw == 1) {
             if (general) {
-                PE_ARM_DWK_LOOP(PE_ARM_DW7_TAPS(PE_ARM_DW7_S1), "8", PE_ARM_DW3_GENERAL_RQ);
+                PE_ARM_DWK_LOOP(PE_ARM_DW7_TAPS(PE_ARM_DW7_S1), "8", PE_ARM_DW_GENERAL_RQ);
             } else {
-                PE_ARM_DWK_LOOP(PE_ARM_DW7_TAPS(PE_ARM_DW7_S1), "8", PE_ARM_DW3_FAST_RQ);
+                PE_ARM_DWK_LOOP(PE_ARM_DW7_TAPS(PE_ARM_DW7_S1), "8", PE_ARM_DW_FAST_RQ);
             }
         } else if (general) {
-            PE_ARM_DWK_LOOP(PE_ARM_DW7_TAPS(PE_ARM_DW7_S2), "16", PE_ARM_DW3_GENERAL_RQ);
+            PE_ARM_DWK_LOOP(PE_ARM_DW7_TAPS(PE_ARM_DW7_S2), "16", PE_ARM_DW_GENERAL_RQ);
         } else {
-            PE_ARM_DWK_LOOP(PE_ARM_DW7_TAPS(PE_ARM_DW7_S2), "16", PE_ARM_DW3_FAST_RQ);
+            PE_ARM_DWK_LOOP(PE_ARM_DW7_TAPS(PE_ARM_DW7_S2), "16", PE_ARM_DW_FAST_RQ);
         }
     } else if (general) {
         frame[14] = w0;
@@ -388,16 +378,16 @@ static void pe_arm_dw_rows(const int16_t *plane, int32_t wp, int32_t k, int32_t 
         frame[18] = v2;
         frame[19] = 0;
         if (sw == 1) {
-            PE_ARM_DW3_LOOP(PE_ARM_DW3_S1, "8", PE_ARM_DW3_GENERAL_RQ, PE_ARM_DW3_SAVE,
+            PE_ARM_DW3_LOOP(PE_ARM_DW3_S1, "8", PE_ARM_DW_GENERAL_RQ, PE_ARM_DW3_SAVE,
                             PE_ARM_DW3_RELOAD);
         } else {
-            PE_ARM_DW3_LOOP(PE_ARM_DW3_S2, "16", PE_ARM_DW3_GENERAL_RQ, PE_ARM_DW3_SAVE,
+            PE_ARM_DW3_LOOP(PE_ARM_DW3_S2, "16", PE_ARM_DW_GENERAL_RQ, PE_ARM_DW3_SAVE,
                             PE_ARM_DW3_RELOAD);
         }
     } else if (sw == 1) {
-        PE_ARM_DW3_LOOP(PE_ARM_DW3_S1, "8", PE_ARM_DW3_FAST_RQ, "", "");
+        PE_ARM_DW3_LOOP(PE_ARM_DW3_S1, "8", PE_ARM_DW_FAST_RQ, "", "");
     } else {
-        PE_ARM_DW3_LOOP(PE_ARM_DW3_S2, "16", PE_ARM_DW3_FAST_RQ, "", "");
+        PE_ARM_DW3_LOOP(PE_ARM_DW3_S2, "16", PE_ARM_DW_FAST_RQ, "", "");
     }
     (void)fr;
     (void)p;
