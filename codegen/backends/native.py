@@ -348,19 +348,53 @@ def _grad(scratch) -> Builder:
     return build
 
 
-def _conv_grad_input_scratch(ref: KernelCall) -> int | None:
+def dequantised(weight: np.ndarray, scale: np.ndarray, axis: int) -> np.ndarray:
+    """w_r = float32(w) * scale along ``axis``: the golden model's one rounding per value."""
+    s = np.asarray(scale, np.float32).reshape(-1)
+    shape = [1] * weight.ndim
+    shape[axis] = -1
+    return weight.astype(np.float32) * np.broadcast_to(
+        s, (weight.shape[axis],)).reshape(shape)
+
+
+def _grad_input(scratch, layout) -> Builder:
+    """A builder for the input gradient of a conv, FC or depthwise layer: ``_grad``'s record
+    with ``wr_const`` after the filter, the dequantised weights in the ``layout(w, scale)`` the
+    kernel reads when nothing changes the filter (NULL when training does), and
+    ``scratch(ref, given) -> bytes | None``."""
+    def build(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+        ref = train_kernel_call(graph, op, batch)
+        if not ref.kernel.endswith("_f32"):
+            return None                          # the int8 backward's kernels: ref
+        filt = ref.arg("filter")
+        w = _frozen(graph, filt.tensor)
+        need = scratch(ref, w is not None)
+        if need is None:
+            return None
+        wr: Arg = (ArrayArg(ConstArray("wr", "float", layout(
+            w.data, ref.arg("filter_scale").value.values))) if w is not None
+            else NullArg("const float *"))
+        args = list(ref.args)
+        args.insert([n for n, _ in args].index("filter") + 1, ("wr_const", wr))
+        return replace(ref, kernel=ref.kernel + "_native", args=tuple(args),
+                       scratch_bytes=int(need))
+    return build
+
+
+def _conv_grad_input_scratch(ref: KernelCall, given: bool) -> int | None:
     f, dx = _dims(ref, "filter_dims"), _dims(ref, "dx_dims")
     if int(f["c"]) != int(dx["c"]):
         return None                               # grouped: ref
-    # w_r, and four rows of dy over every tap (G)
-    return (_count(f, "n", "h", "w", "c") + 4 * _count(f, "h", "w", "n")) * 4
+    # w_r unless given, and four rows of dy over every tap (G)
+    return (0 if given else _count(f, "n", "h", "w", "c")) * 4 + \
+        4 * _count(f, "h", "w", "n") * 4
 
 
-def _dw_grad_input_scratch(ref: KernelCall) -> int | None:
+def _dw_grad_input_scratch(ref: KernelCall, given: bool) -> int | None:
     p, f = ref.arg("params").value.values, _dims(ref, "filter_dims")
     if int(p["ch_mult"]) != 1 or int(f["h"]) * int(f["w"]) > DW_GRAD_TAPS:
         return None
-    return _count(f, "h", "w", "c") * 4
+    return 0 if given else _count(f, "h", "w", "c") * 4
 
 
 def _conv_grad_weight_scratch(ref: KernelCall) -> int | None:
@@ -371,9 +405,13 @@ def _conv_grad_weight_scratch(ref: KernelCall) -> int | None:
 
 
 GRAD_BUILDERS: dict[str, Builder] = {
-    "conv2d_grad_input": _grad(_conv_grad_input_scratch),
-    "fully_connected_grad_input": _grad(lambda r: _count(_dims(r, "filter_dims"), "n", "c") * 4),
-    "depthwise_conv2d_grad_input": _grad(_dw_grad_input_scratch),
+    # w_r [kh][kw][o][c], [o][depth], [kh * kw][c]
+    "conv2d_grad_input": _grad_input(_conv_grad_input_scratch, lambda w, s: np.ascontiguousarray(
+        dequantised(w, s, 0).transpose(1, 2, 0, 3))),
+    "fully_connected_grad_input": _grad_input(lambda r, given: 0,
+                                              lambda w, s: dequantised(w, s, 0)),
+    "depthwise_conv2d_grad_input": _grad_input(_dw_grad_input_scratch,
+                                               lambda w, s: dequantised(w, s, 3)),
     "conv2d_grad_weight": _grad(_conv_grad_weight_scratch),
     "fully_connected_grad_weight": _grad(lambda r: _count(_dims(r, "x_dims"), "n", "c") * 4),
     "bias_grad": _grad(lambda r: 0),

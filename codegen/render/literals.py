@@ -88,8 +88,11 @@ def _nearest_float32(text: str) -> float:
 def array_rows(values: np.ndarray, ctype: str, inf: str) -> list[str]:
     """Comma-separated rows of an array initialiser (every row but the last ends in ',')."""
     flat = np.asarray(values).reshape(-1)
-    if ctype == "float":
-        items = [c_float(v, inf) for v in flat.astype(np.float32).tolist()]
+    if ctype == "float":                     # each distinct value written once
+        bits = flat.astype(np.float32).view(np.uint32)
+        distinct, where = np.unique(bits, return_inverse=True)
+        texts = [c_float(v, inf) for v in distinct.view(np.float32).tolist()]
+        items = [texts[i] for i in where.reshape(-1).tolist()]
     elif ctype in _RANGES:
         lo, hi = _RANGES[ctype]
         ints = flat.astype(np.int64)

@@ -59,10 +59,14 @@ void pe_avg_pool2d_s8_native(const int8_t *input, int8_t *output, int32_t batche
 void pe_add_s8_native(const int32_t *tables, const int32_t *rq, const int8_t *input1,
                       const int8_t *input2, int8_t *output, int32_t size, int32_t out_offset,
                       int32_t act_min, int32_t act_max);
-/* fp32 backward (pe_native_grad.c): pe_train_kernels.h's signatures and arguments. Input
- * gradients of convolutions with one group and of FC (scratch: the weights dequantised,
- * out_c * k float32), of depthwise convolutions (multiplier 1, at most 64 taps; the weights,
- * taps * c float32); weight gradients of convolutions with one group (the input dequantised
+/* fp32 backward (pe_native_grad.c): pe_train_kernels.h's signatures and arguments; the input
+ * gradients take one more, wr_const: the dequantised weights w_r = float32(w) * scale[o]
+ * computed at compile time for a filter nothing changes (conv: [kh][kw][o][c], FC: the
+ * filter's layout, depthwise: [tap][c]), NULL for a trained one. Input gradients of
+ * convolutions with one group (scratch: w_r when it is not given, out_c * k float32, and four
+ * rows of taps * out_c float32) and of FC (none: a trained filter is dequantised as it is
+ * read), of depthwise convolutions (multiplier 1, at most 64 taps; w_r when not given, taps *
+ * c float32); weight gradients of convolutions with one group (the input dequantised
  * and the trained channels' gradients gathered: (n h w c + positions * 4) float32) and of FC
  * (the input, rows * depth float32); bias gradients, masks, masked gradients, gradient sums,
  * average-pooling gradients (the quotients dy / count, one float32 per dy value), and the fp32
@@ -70,18 +74,20 @@ void pe_add_s8_native(const int32_t *tables, const int32_t *rq, const int8_t *in
 void pe_conv2d_grad_input_f32_native(const pe_context *ctx, const pe_conv_grad_params *params,
                                      const float *filter_scale, const pe_dims *dy_dims,
                                      const float *dy, const pe_dims *filter_dims,
-                                     const int8_t *filter, const pe_dims *dx_dims, float *dx);
+                                     const int8_t *filter, const float *wr_const,
+                                     const pe_dims *dx_dims, float *dx);
 void pe_fully_connected_grad_input_f32_native(const pe_context *ctx, const float *filter_scale,
                                               const pe_dims *dy_dims, const float *dy,
                                               const pe_dims *filter_dims, const int8_t *filter,
-                                              const pe_dims *dx_dims, float *dx);
+                                              const float *wr_const, const pe_dims *dx_dims,
+                                              float *dx);
 void pe_depthwise_conv2d_grad_input_f32_native(const pe_context *ctx,
                                                const pe_dw_conv_grad_params *params,
                                                const float *filter_scale,
                                                const pe_dims *dy_dims, const float *dy,
                                                const pe_dims *filter_dims,
-                                               const int8_t *filter, const pe_dims *dx_dims,
-                                               float *dx);
+                                               const int8_t *filter, const float *wr_const,
+                                               const pe_dims *dx_dims, float *dx);
 void pe_conv2d_grad_weight_f32_native(const pe_context *ctx,
                                       const pe_conv_grad_weight_params_f32 *params,
                                       const int32_t *channels, const pe_dims *x_dims,

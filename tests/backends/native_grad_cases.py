@@ -2,7 +2,8 @@
 (tests/backends/arm_train_cases.py: pointwise and k x k convolutions, FC layers, depthwise
 input gradients, pooling, masks) and the general ones of tests/kernels/train_cases.py, plus
 layers wide enough for several vectors and tiles of positions and trained channels (channel
-counts that are and are not multiples of 16 and 8), masks and sums long enough for the
+counts that are and are not multiples of 16 and 8; input gradients over frozen filters, whose
+dequantised weights are compile-time constants, and over trained ones), masks and sums long enough for the
 vector loops, and gradients holding -0.0 (and infinities and NaN for the element-wise
 kernels): their sums must keep the golden model's bits too. ``iter_cases(op_type, n, seed)`` yields (graph, inputs)."""
 
@@ -13,6 +14,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from codegen.backends import native
+from codegen.golden.train_optim import param_limits
 from codegen.ir import Graph, Role
 from tests.backends import arm_train_cases
 from tests.kernels import train_cases as tc
@@ -21,12 +23,13 @@ Rng = np.random.Generator
 OPS = tuple(sorted(native.GRAD_BUILDERS))
 
 
-ELEMENTWISE = ("mask_grad", "grad_add", "bias_grad")
+ELEMENTWISE = ("mask_grad", "grad_add", "bias_grad", "sgd_update")
 
 
 def _specials(rng: Rng, inputs: list, graph: Graph) -> list:
     """Some float32 gradient inputs with -0.0 in a few places, and, for the element-wise
-    kernels, +-inf and NaN too (the golden model multiplies a convolution's padding taps by
+    kernels (and the updates: a NaN step leaves a weight at 0, an infinite one saturates it),
+    +-inf and NaN too (the golden model multiplies a convolution's padding taps by
     0 where the C kernels skip them: the same sums for finite gradients, not for infinite
     ones)."""
     pool = np.array([-0.0, np.inf, -np.inf, np.nan] if graph.ops[0].type in ELEMENTWISE
@@ -67,7 +70,7 @@ def _conv_wide(rng: Rng, weight: bool) -> tc.Case:
     wq = tc._weight_q(rng, o, 0, rng.random() < 0.8)
     b.add_input("w", (o, k[0], k[1], c), "int8",
                 rng.integers(-127, 128, (o, k[0], k[1], c)).astype(np.int8), wq, Role.WEIGHT,
-                const=True)
+                const=rng.random() < 0.5)            # frozen (w_r a constant) or trained
     return b.op("conv2d_grad_input", b.grad_outputs("dx", (n, h, w, c)),
                 tc._conv_attrs("fp32", stride, dil, pad))
 
@@ -87,7 +90,7 @@ def _fc_wide(rng: Rng, weight: bool) -> tc.Case:
     wq = tc._weight_q(rng, units, 0, rng.random() < 0.8)
     b.add_input("w", (units, depth), "int8",
                 rng.integers(-127, 128, (units, depth)).astype(np.int8), wq, Role.WEIGHT,
-                const=True)
+                const=rng.random() < 0.5)
     return b.op("fully_connected_grad_input", b.grad_outputs("dx", (rows, depth)),
                 {"mode": "fp32", "forward": "f"})
 
@@ -105,7 +108,7 @@ def _dw_wide(rng: Rng) -> tc.Case:
     wq = tc._weight_q(rng, c, 3, rng.random() < 0.8)
     b.add_input("w", (1, kh, kw, c), "int8",
                 rng.integers(-127, 128, (1, kh, kw, c)).astype(np.int8), wq, Role.WEIGHT,
-                const=True)
+                const=rng.random() < 0.5)
     attrs = tc._conv_attrs("fp32", stride, (1, 1), pad)
     attrs["depth_multiplier"] = 1
     return b.op("depthwise_conv2d_grad_input", b.grad_outputs("dx", (n, h, w, c)), attrs)
@@ -149,6 +152,48 @@ def _sgd_wide(rng: Rng) -> tc.Case:
             return graph, inputs
 
 
+def _sgd_biases(rng: Rng) -> tc.Case:
+    """fp32 SGD on int32 biases of many channels (the vector loop of plain SGD over every
+    channel, and its tail), with and without master copies, near the bias limits."""
+    while True:
+        n = int(rng.choice([16, 17, 33, 64, 100]))
+        case = tc._update(rng, "fp32", "sgd_update", kinds=(("bias", (n,), 0),))
+        assert case is not None
+        op = case[0].ops[0]
+        slots = dict(zip(tc.UPDATE_INPUTS, op.inputs))
+        plain = op.attrs["channels"] is None and op.attrs["accumulate"] == 1 and \
+            not slots["buf1"]
+        if plain or rng.random() < 0.2:
+            return _bias_edges(rng, case)
+
+
+def _bias_edges(rng: Rng, case: tc.Case) -> tc.Case:
+    """Steps of about +-1 (round to +-1) on some biases set to the bounds (lo, hi and one
+    inside them), and NaN / infinite gradients on some others."""
+    graph, inputs = case
+    op = graph.ops[0]
+    if op.attrs["channels"] is not None:
+        return case
+    at = {n: i for i, n in enumerate(tc.UPDATE_INPUTS)}
+    lo, hi = param_limits("int32", op.attrs.get("bias_limit"))
+    param = np.array(inputs[at["param"]], np.int32, copy=True)
+    grad = np.array(inputs[at["grad"]], np.float32, copy=True)
+    qas = np.asarray(inputs[at["qas"]], np.float32)
+    lr = float(op.attrs["lr"]) if not op.inputs[at["lr"]] else float(inputs[at["lr"]][0])
+    n = param.size
+    edge = rng.random(n) < 0.3
+    param[edge] = rng.choice([lo, hi, lo + 1, hi - 1], size=int(edge.sum()))
+    sign = rng.choice([-1.0, 1.0], size=n)
+    grad[edge] = (sign[edge] / (lr * qas[edge].astype(np.float64))).astype(np.float32)
+    odd = ~edge & (rng.random(n) < 0.1)
+    grad[odd] = rng.choice(np.array([np.nan, np.inf, -np.inf], np.float32), size=int(odd.sum()))
+    out = list(inputs)
+    out[at["param"]], out[at["grad"]] = param, grad
+    if op.inputs[at["master"]]:
+        out[at["master"]] = param.astype(np.float32)
+    return graph, out
+
+
 def _general(op_type: str) -> Callable[[Rng], tc.Case]:
     return lambda rng: tc.TRAIN_CASES[op_type](rng, "fp32")
 
@@ -175,8 +220,8 @@ FAMILIES: dict[str, list[tuple[float, Callable[[Rng], tc.Case]]]] = {
     "mask_grad": [(0.5, _general("mask_grad")), (0.5, _long("mask_grad"))],
     "bias_grad": [(0.5, _general("bias_grad")), (0.5, _long("bias_grad"))],
     "grad_add": [(0.5, _general("grad_add")), (0.5, _long("grad_add"))],
-    "sgd_update": [(0.4, _arm("sgd_update")), (0.4, _sgd_wide),
-                   (0.2, _general("sgd_update"))],
+    "sgd_update": [(0.25, _arm("sgd_update")), (0.3, _sgd_wide), (0.3, _sgd_biases),
+                   (0.15, _general("sgd_update"))],
 }
 
 

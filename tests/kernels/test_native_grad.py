@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from codegen.backends import Target, kernel_call
+from codegen.backends.kernel_call import NullArg
 from codegen.backends.native import GRAD_BUILDERS, NATIVE
 from codegen.golden.train_kernels import build_train_kernel
 from tests.backends import native_grad_cases
@@ -41,16 +42,24 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
 
 
 def check_case(lib: RefKernels, graph, inputs, inplace: bool) -> str | None:
-    """The first difference from the golden kernel (None: none)."""
+    """The first difference from the golden kernel (None: none): the outputs, or for an
+    update op (no outputs: it writes its parameter and state in place) every input slot after
+    the update."""
     op = graph.ops[0]
     golden = build_train_kernel(graph, op).run(list(inputs))
     values = {n: c_array(graph.tensors[n].dtype, graph.tensors[n].shape, v)
               for n, v in zip(op.inputs, inputs) if n}
+    before = {n: v.copy() for n, v in values.items()}
     outs = run_op(lib, graph, op, values, inplace)
-    for n, w in zip(op.outputs, golden):
+    if op.outputs:
+        pairs = [(n, outs[n], w) for n, w in zip(op.outputs, golden)]
+    else:
+        assert isinstance(golden, dict) and golden, "an update op's golden gives its new state"
+        pairs = [(n, values[n], golden.get(n, before[n])) for n in values]
+    for n, got, w in pairs:
         want = c_array(graph.tensors[n].dtype, graph.tensors[n].shape, w)
-        if not same_bits(outs[n], want):
-            return f"{n}: C {outs[n].reshape(-1)[:6]} golden {want.reshape(-1)[:6]}"
+        if not same_bits(got, want):
+            return f"{n}: C {got.reshape(-1)[:6]} golden {want.reshape(-1)[:6]}"
     return None
 
 
@@ -64,9 +73,12 @@ def test_native_training_kernel_matches_golden(build_root, form, op_type):
     lib = RefKernels(native_library(build_root, form), record=_native_or_ref)
     taken = bad = 0
     first = None
+    given = set()                     # input gradients: w_r a constant (True) or computed
     for i, (graph, inputs) in enumerate(native_grad_cases.iter_cases(op_type, N_CASES)):
         call = lib.record(graph, graph.ops[0], 1)
         taken += call.backend == "native"
+        if call.backend == "native" and op_type.endswith("_grad_input"):
+            given.add(not isinstance(call.arg("wr_const"), NullArg))
         for inplace in (False, True) if call.inplace else (False,):
             with np.errstate(invalid="ignore", over="ignore"):
                 diff = check_case(lib, graph, inputs, inplace)
@@ -75,3 +87,5 @@ def test_native_training_kernel_matches_golden(build_root, form, op_type):
                 first = first or (i, inplace, call.kernel, diff, graph.ops[0].attrs)
     assert bad == 0, f"{form} {op_type}: {bad} of {N_CASES} cases differ; first: {first}"
     assert taken > N_CASES // 2, f"native took {taken} of {N_CASES} {op_type} cases"
+    if op_type.endswith("_grad_input"):
+        assert given == {True, False}, f"{op_type}: only wr_const given = {given}"

@@ -428,11 +428,12 @@ _PARAM_KINDS = (("weight", (5, 3, 3, 4), 0), ("weight", (1, 3, 3, 6), 3), ("weig
                 ("bias", (6,), 0))
 
 
-def _update(rng: Rng, mode: str, kind: str) -> Case | None:
+def _update(rng: Rng, mode: str, kind: str, kinds=_PARAM_KINDS) -> Case | None:
+    """An update of a parameter of one of ``kinds`` ((role, shape, channel axis) each)."""
     if kind == "adam_update" and mode == "int8":
         return None
     b = _Builder(mode)
-    role, shape, axis = _PARAM_KINDS[int(rng.integers(0, len(_PARAM_KINDS)))]
+    role, shape, axis = kinds[int(rng.integers(0, len(kinds)))]
     shape = tuple(int(rng.integers(1, 6)) if i != axis else d for i, d in enumerate(shape)) \
         if rng.random() < 0.5 else shape
     n = shape[axis]

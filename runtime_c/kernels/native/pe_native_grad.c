@@ -72,12 +72,41 @@ static inline int32_t pe_nv_tap(int32_t i, int32_t k, int32_t stride, int32_t pa
     return o < out_size ? o : -1;
 }
 
-/* float32 of PE_NV_F32 int8 values */
+/* float32 of PE_NV_F32 int8 values (one sign extension and one conversion: the compilers
+ * widen a vector-extension int8 vector lane by lane) */
 static inline pe_nv_f32 pe_nv_cvt_s8(const int8_t *p)
 {
+#if defined(PE_NV_AVX512)
+    return (pe_nv_f32)_mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)));
+#elif defined(PE_NV_AVX2)
+    return (pe_nv_f32)_mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)));
+#else
     pe_nv_i8 b;
     memcpy(&b, p, sizeof b);
     return __builtin_convertvector(__builtin_convertvector(b, pe_nv_i32), pe_nv_f32);
+#endif
+}
+
+typedef int8_t pe_nv_i8h __attribute__((vector_size(PE_NV_H)));
+typedef int32_t pe_nv_i32h __attribute__((vector_size(PE_NV_H * 4)));
+
+/* float32 of PE_NV_H int8 values */
+static inline pe_nv_f32h pe_nv_cvt_s8_h(const int8_t *p)
+{
+#if defined(PE_NV_AVX512)
+    return (pe_nv_f32h)_mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)));
+#elif defined(PE_NV_AVX2)
+    int32_t w;
+    memcpy(&w, p, sizeof w);
+    return (pe_nv_f32h)_mm_cvtepi32_ps(_mm_cvtepi8_epi32(_mm_cvtsi32_si128(w)));
+#else
+    pe_nv_i8h b;
+    memcpy(&b, p, sizeof b);
+    return __builtin_convertvector(__builtin_convertvector(b, pe_nv_i32h), pe_nv_f32h);
+#endif
 }
 
 /* dst[o][k] = float32(w[o][k]) * scale[o] for rows of k values */
@@ -123,7 +152,8 @@ static void pe_nv_dequant_input(const int8_t *x, int32_t offset, float scale, in
  * terms) and are stored back there. */
 static inline __attribute__((always_inline)) void
 pe_nv_gemm_tile(const float *g, int32_t gstep, int32_t gq, const int32_t nt, const float *m,
-                int32_t mstep, const int32_t nv, int32_t nq, float *sums, int32_t sstep)
+                const int8_t *m8, const float *mscale, int32_t mstep, const int32_t nv,
+                int32_t nq, float *sums, int32_t sstep)
 {
     pe_nv_f32 acc[PE_NV_T][PE_NV_V];
     int32_t t, v, q;
@@ -139,7 +169,10 @@ pe_nv_gemm_tile(const float *g, int32_t gstep, int32_t gq, const int32_t nt, con
         pe_nv_f32 mv[PE_NV_V];
         PE_NV_UNROLL_F
         for (v = 0; v < PE_NV_V; ++v) {
-            mv[v] = v < nv ? pe_nv_load_f32(m + q * mstep + v * PE_NV_F32) : pe_nv_splat_f32(0.0f);
+            mv[v] = v >= nv ? pe_nv_splat_f32(0.0f)
+                    : m8 != 0 ? pe_nv_cvt_s8(m8 + q * mstep + v * PE_NV_F32) *
+                                    pe_nv_splat_f32(mscale[q])
+                              : pe_nv_load_f32(m + q * mstep + v * PE_NV_F32);
         }
         PE_NV_UNROLL_F
         for (t = 0; t < nt; ++t) {
@@ -160,26 +193,31 @@ pe_nv_gemm_tile(const float *g, int32_t gstep, int32_t gq, const int32_t nt, con
 }
 
 /* the same for every lane count: whole tiles with literal counts, then the lanes past the last
- * whole vector one by one (the same operations) */
-static void pe_nv_gemm(const float *g, int32_t gstep, int32_t gq, int32_t nt, const float *m,
-                       int32_t mstep, int32_t lanes, int32_t nq, float *sums, int32_t sstep)
+ * whole vector one by one (the same operations). The matrix is float32 (m), or int8 (m8) whose
+ * row q is dequantised as it is read: float32(m8[q][c]) * mscale[q], the value w_r the golden
+ * model multiplies, rounded once as there. */
+static inline __attribute__((always_inline)) void
+pe_nv_gemm_any(const float *g, int32_t gstep, int32_t gq, int32_t nt, const float *m,
+               const int8_t *m8, const float *mscale, int32_t mstep, int32_t lanes, int32_t nq,
+               float *sums, int32_t sstep)
 {
     const int32_t whole = lanes / PE_NV_F32;
     int32_t v0, t, q, c;
     for (v0 = 0; v0 < whole; v0 += PE_NV_V) {
         const int32_t nv = whole - v0 < PE_NV_V ? whole - v0 : PE_NV_V;
-        const float *mv = m + v0 * PE_NV_F32;
+        const float *mv = m8 != 0 ? m : m + v0 * PE_NV_F32;
+        const int8_t *mv8 = m8 != 0 ? m8 + v0 * PE_NV_F32 : m8;
         float *sv = sums + v0 * PE_NV_F32;
         if (nt == PE_NV_T && nv == PE_NV_V) {
-            pe_nv_gemm_tile(g, gstep, gq, PE_NV_T, mv, mstep, PE_NV_V, nq, sv, sstep);
+            pe_nv_gemm_tile(g, gstep, gq, PE_NV_T, mv, mv8, mscale, mstep, PE_NV_V, nq, sv, sstep);
         } else if (nt == PE_NV_T && nv == 2) {
-            pe_nv_gemm_tile(g, gstep, gq, PE_NV_T, mv, mstep, 2, nq, sv, sstep);
+            pe_nv_gemm_tile(g, gstep, gq, PE_NV_T, mv, mv8, mscale, mstep, 2, nq, sv, sstep);
         } else if (nt == PE_NV_T && nv == 1) {
-            pe_nv_gemm_tile(g, gstep, gq, PE_NV_T, mv, mstep, 1, nq, sv, sstep);
+            pe_nv_gemm_tile(g, gstep, gq, PE_NV_T, mv, mv8, mscale, mstep, 1, nq, sv, sstep);
         } else if (nt == 1 && nv == PE_NV_V) {
-            pe_nv_gemm_tile(g, gstep, gq, 1, mv, mstep, PE_NV_V, nq, sv, sstep);
+            pe_nv_gemm_tile(g, gstep, gq, 1, mv, mv8, mscale, mstep, PE_NV_V, nq, sv, sstep);
         } else {
-            pe_nv_gemm_tile(g, gstep, gq, nt, mv, mstep, nv, nq, sv, sstep);
+            pe_nv_gemm_tile(g, gstep, gq, nt, mv, mv8, mscale, mstep, nv, nq, sv, sstep);
         }
     }
     c = whole * PE_NV_F32;
@@ -190,7 +228,9 @@ static void pe_nv_gemm(const float *g, int32_t gstep, int32_t gq, int32_t nt, co
             acc[t] = t < nt ? pe_nv_load_h(sums + t * sstep + c) : pe_nv_splat_h(0.0f);
         }
         for (q = 0; q < nq; ++q) {
-            const pe_nv_f32h mv = pe_nv_load_h(m + q * mstep + c);
+            const pe_nv_f32h mv = m8 != 0 ? pe_nv_cvt_s8_h(m8 + q * mstep + c) *
+                                                pe_nv_splat_h(mscale[q])
+                                          : pe_nv_load_h(m + q * mstep + c);
             PE_NV_UNROLL_F
             for (t = 0; t < PE_NV_T; ++t) {
                 acc[t] = acc[t] + pe_nv_splat_h(g[(t < nt ? t : 0) * gstep + q * gq]) * mv;
@@ -206,11 +246,26 @@ static void pe_nv_gemm(const float *g, int32_t gstep, int32_t gq, int32_t nt, co
         for (c1 = c; c1 < lanes; ++c1) {
             float acc = sums[t * sstep + c1];
             for (q = 0; q < nq; ++q) {
-                acc = acc + g[t * gstep + q * gq] * m[q * mstep + c1];
+                const float w = m8 != 0 ? (float)m8[q * mstep + c1] * mscale[q]
+                                        : m[q * mstep + c1];
+                acc = acc + g[t * gstep + q * gq] * w;
             }
             sums[t * sstep + c1] = acc;
         }
     }
+}
+
+static void pe_nv_gemm(const float *g, int32_t gstep, int32_t gq, int32_t nt, const float *m,
+                       int32_t mstep, int32_t lanes, int32_t nq, float *sums, int32_t sstep)
+{
+    pe_nv_gemm_any(g, gstep, gq, nt, m, 0, 0, mstep, lanes, nq, sums, sstep);
+}
+
+static void pe_nv_gemm_s8(const float *g, int32_t gstep, int32_t gq, int32_t nt,
+                          const int8_t *m8, const float *mscale, int32_t mstep, int32_t lanes,
+                          int32_t nq, float *sums, int32_t sstep)
+{
+    pe_nv_gemm_any(g, gstep, gq, nt, 0, m8, mscale, mstep, lanes, nq, sums, sstep);
 }
 
 static void pe_nv_zero(float *p, int32_t n)
@@ -225,7 +280,8 @@ static void pe_nv_zero(float *p, int32_t n)
 void pe_conv2d_grad_input_f32_native(const pe_context *ctx, const pe_conv_grad_params *params,
                                      const float *filter_scale, const pe_dims *dy_dims,
                                      const float *dy, const pe_dims *filter_dims,
-                                     const int8_t *filter, const pe_dims *dx_dims, float *dx)
+                                     const int8_t *filter, const float *wr_const,
+                                     const pe_dims *dx_dims, float *dx)
 {
     /* dx[p][c] = sum over (kh, kw, o) ascending of dy[src(p, kh, kw)][o] * w_r[o][kh][kw][c].
      * Pointwise: the product of the dy rows and w_r, four positions a tile. Stride 1: per tile
@@ -242,13 +298,17 @@ void pe_conv2d_grad_input_f32_native(const pe_context *ctx, const pe_conv_grad_p
     const int32_t taps = k_h * k_w;
     const int32_t k = taps * c_n;
     const int32_t positions = dx_dims->n * in_h * in_w;
-    float *wr = (float *)ctx->buf;                   /* [kh][kw][o][c] */
-    float *rows = wr + out_c * k;                    /* G: four rows of taps * out_c */
+    /* w_r [kh][kw][o][c]: the model's constant for a frozen filter, else the scratch's start */
+    float *buf = (float *)ctx->buf;
+    const float *wr = wr_const != 0 ? wr_const : buf;
+    float *rows = wr_const != 0 ? buf : buf + out_c * k;   /* G: four rows of taps * out_c */
     int32_t n, ih, iw, ky, kx, o, t, p0;
-    for (o = 0; o < out_c; ++o) {
-        for (t = 0; t < taps; ++t) {
-            pe_nv_dequant_rows(filter + (o * taps + t) * c_n, filter_scale + o, 1, c_n,
-                               wr + (t * out_c + o) * c_n);
+    if (wr_const == 0) {
+        for (o = 0; o < out_c; ++o) {
+            for (t = 0; t < taps; ++t) {
+                pe_nv_dequant_rows(filter + (o * taps + t) * c_n, filter_scale + o, 1, c_n,
+                                   buf + (t * out_c + o) * c_n);
+            }
         }
     }
     pe_nv_zero(dx, positions * c_n);
@@ -314,20 +374,27 @@ void pe_conv2d_grad_input_f32_native(const pe_context *ctx, const pe_conv_grad_p
 void pe_fully_connected_grad_input_f32_native(const pe_context *ctx, const float *filter_scale,
                                               const pe_dims *dy_dims, const float *dy,
                                               const pe_dims *filter_dims, const int8_t *filter,
-                                              const pe_dims *dx_dims, float *dx)
+                                              const float *wr_const, const pe_dims *dx_dims,
+                                              float *dx)
 {
+    /* the products of four dy rows and w_r: the model's constant w_r of a frozen filter, else
+     * the filter's rows dequantised as they are read (no scratch) */
     const int32_t out_c = filter_dims->n;
     const int32_t depth = filter_dims->c;
     const int32_t rows = dy_dims->n;
-    float *wr = (float *)ctx->buf;
     int32_t r0;
+    (void)ctx;
     (void)dx_dims;
-    pe_nv_dequant_rows(filter, filter_scale, out_c, depth, wr);
     pe_nv_zero(dx, rows * depth);
     for (r0 = 0; r0 < rows; r0 += PE_NV_T) {
         const int32_t nt = rows - r0 < PE_NV_T ? rows - r0 : PE_NV_T;
-        pe_nv_gemm(dy + r0 * out_c, out_c, 1, nt, wr, depth, depth, out_c, dx + r0 * depth,
-                   depth);
+        if (wr_const != 0) {
+            pe_nv_gemm(dy + r0 * out_c, out_c, 1, nt, wr_const, depth, depth, out_c,
+                       dx + r0 * depth, depth);
+        } else {
+            pe_nv_gemm_s8(dy + r0 * out_c, out_c, 1, nt, filter, filter_scale, depth, depth,
+                          out_c, dx + r0 * depth, depth);
+        }
     }
 }
 
@@ -336,8 +403,8 @@ void pe_depthwise_conv2d_grad_input_f32_native(const pe_context *ctx,
                                                const float *filter_scale,
                                                const pe_dims *dy_dims, const float *dy,
                                                const pe_dims *filter_dims,
-                                               const int8_t *filter, const pe_dims *dx_dims,
-                                               float *dx)
+                                               const int8_t *filter, const float *wr_const,
+                                               const pe_dims *dx_dims, float *dx)
 {
     /* depth multiplier 1, at most PE_NV_DW_TAPS taps: dx[p][c] = sum over the taps (kh, kw)
      * ascending that reach p of dy[src][c] * w_r[tap][c], four vectors of channels at a time */
@@ -345,11 +412,14 @@ void pe_depthwise_conv2d_grad_input_f32_native(const pe_context *ctx,
     const int32_t k_h = filter_dims->h, k_w = filter_dims->w;
     const int32_t in_h = dx_dims->h, in_w = dx_dims->w;
     const int32_t whole = c_n / PE_NV_F32 * PE_NV_F32;
-    float *wr = (float *)ctx->buf;
+    const float *wr = wr_const != 0 ? wr_const : (const float *)ctx->buf;   /* [tap][c] */
     int32_t n, ih, iw, ky, kx, c, t, v;
-    for (t = 0; t < k_h * k_w; ++t) {
-        for (c = 0; c < c_n; ++c) {
-            wr[t * c_n + c] = (float)filter[t * c_n + c] * filter_scale[c];
+    if (wr_const == 0) {
+        float *buf = (float *)ctx->buf;
+        for (t = 0; t < k_h * k_w; ++t) {
+            for (c = 0; c < c_n; ++c) {
+                buf[t * c_n + c] = (float)filter[t * c_n + c] * filter_scale[c];
+            }
         }
     }
     for (n = 0; n < dx_dims->n; ++n) {
@@ -730,27 +800,49 @@ static inline pe_nv_f32 pe_nv_select(pe_nv_i32 mask, pe_nv_f32 a, pe_nv_f32 b)
     return pe_nv_float((mask & pe_nv_bits(a)) | (~mask & pe_nv_bits(b)));
 }
 
-/* sat(round_half_away(x)) into [-127, 127] per lane (NaN: 0); ``sat`` gets -1 in the lanes
- * that saturated (or were NaN) */
-static inline pe_nv_i32 pe_nv_round_sat_s8(pe_nv_f32 x, pe_nv_i32 *sat)
+/* pe_roundf lane by lane: |x| < 2^23 truncated, one added where the exact remainder is at
+ * least 0.5, x's sign put back (-0.0 stays -0.0); larger values, inf and NaN as they are */
+static inline pe_nv_f32 pe_nv_roundf(pe_nv_f32 x)
 {
     const pe_nv_i32 sign = pe_nv_bits(x) & (int32_t)0x80000000u;
     const pe_nv_f32 a = pe_nv_float(pe_nv_bits(x) & 0x7FFFFFFF);
-    const pe_nv_i32 small = a < 8388608.0f;                      /* else integral, inf, NaN */
+    const pe_nv_i32 small = a < 8388608.0f;
     const pe_nv_f32 ac = pe_nv_select(small, a, pe_nv_splat_f32(0.0f));
     pe_nv_f32 t = __builtin_convertvector(__builtin_convertvector(ac, pe_nv_i32), pe_nv_f32);
-    pe_nv_f32 r;
-    pe_nv_i32 nan, hi, lo;
     t = t + pe_nv_float((ac - t >= 0.5f) & pe_nv_bits(pe_nv_splat_f32(1.0f)));
-    r = pe_nv_float(pe_nv_bits(pe_nv_select(small, t, a)) | sign);
-    nan = x != x;
-    hi = r > 127.0f;
-    lo = r < -127.0f;
-    *sat = nan | hi | lo;
-    r = pe_nv_select(hi, pe_nv_splat_f32(127.0f), r);
-    r = pe_nv_select(lo, pe_nv_splat_f32(-127.0f), r);
-    r = pe_nv_select(nan, pe_nv_splat_f32(0.0f), r);
-    return __builtin_convertvector(r, pe_nv_i32);
+    return pe_nv_float(pe_nv_bits(pe_nv_select(small, t, a)) | sign);
+}
+
+/* sat(round_half_away(x)) into [-127, 127] per lane (NaN: 0); ``sat`` gets -1 in the lanes
+ * that saturated (or were NaN). |x| < 127.5 is exactly where the rounded value lies inside
+ * [-127, 127] (NaN fails the test), so the magnitude is rounded in int32 lanes and the sign
+ * applied after: (m ^ s) - s. */
+static inline pe_nv_i32 pe_nv_round_sat_s8(pe_nv_f32 x, pe_nv_i32 *sat)
+{
+    const pe_nv_i32 s = pe_nv_bits(x) >> 31;                     /* -1 where negative */
+    const pe_nv_f32 a = pe_nv_float(pe_nv_bits(x) & 0x7FFFFFFF);
+    const pe_nv_i32 ok = a < 127.5f;
+    const pe_nv_f32 ac = pe_nv_select(ok, a, pe_nv_splat_f32(0.0f));
+    pe_nv_i32 m = __builtin_convertvector(ac, pe_nv_i32);
+    m -= ac - __builtin_convertvector(m, pe_nv_f32) >= 0.5f;    /* + 1 where the remainder */
+    m = (m & ok) | (127 & ~ok);
+    *sat = ~ok;
+    return ((m ^ s) - s) & ~(pe_nv_i32)(x != x);
+}
+
+/* the low bytes of int32 lanes holding values of int8 */
+static inline void pe_nv_store_s8(int8_t *p, pe_nv_i32 q)
+{
+#if defined(PE_NV_AVX512)
+    _mm_storeu_si128((__m128i *)(void *)p, _mm512_cvtepi32_epi8((__m512i)q));
+#elif defined(PE_NV_AVX2)
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128((__m256i)q),
+                                      _mm256_extracti128_si256((__m256i)q, 1));
+    _mm_storel_epi64((__m128i *)(void *)p, _mm_packs_epi16(w, w));
+#else
+    const pe_nv_i8 bytes = __builtin_convertvector(q, pe_nv_i8);
+    memcpy(p, &bytes, sizeof bytes);
+#endif
 }
 
 void pe_sgd_update_f32_s8_native(const pe_sgd_params_f32 *params, const pe_update_dims *dims,
@@ -776,7 +868,6 @@ void pe_sgd_update_f32_s8_native(const pe_sgd_params_f32 *params, const pe_updat
                 pe_nv_f32 g = pe_nv_load_f32(grad + i);
                 pe_nv_f32 u, v;
                 pe_nv_i32 sat, q;
-                pe_nv_i8 bytes;
                 if (accumulate) {
                     const pe_nv_f32 total = pe_nv_load_f32(accum + i) + g;
                     if (!apply) {
@@ -799,8 +890,7 @@ void pe_sgd_update_f32_s8_native(const pe_sgd_params_f32 *params, const pe_updat
                 }
                 q = pe_nv_round_sat_s8(v, &sat);
                 count_v -= sat;
-                bytes = __builtin_convertvector(q, pe_nv_i8);
-                memcpy(param + p0 + k, &bytes, sizeof bytes);
+                pe_nv_store_s8(param + p0 + k, q);
             }
             for (; k < dims->inner; ++k) {
                 const int32_t i = g0 + k;
@@ -838,8 +928,33 @@ void pe_sgd_update_f32_s8_native(const pe_sgd_params_f32 *params, const pe_updat
     pe_count_saturated(saturated, count);
 }
 
+/* -- fp32 SGD on int32 biases ----------------------------------------------------------------
+ * The new value as a double (exact: an int32 less an integer step below 2^33 in magnitude, or
+ * a rounded float32), saturated to [lo, hi]: a step clamped to 2^32 first (the ref kernel's
+ * int64 arithmetic) saturates the same, as lo and hi lie inside int32. */
+typedef double pe_nv_f64 __attribute__((vector_size(PE_NV_F32 * 8)));
+typedef int64_t pe_nv_i64 __attribute__((vector_size(PE_NV_F32 * 8)));
+
+/* sat(*v) into [lo, hi] per lane; ``sat`` gets -1 where it saturated (the double vectors by
+ * address: wider than the vector registers some paths have) */
+static inline __attribute__((always_inline)) pe_nv_i32
+pe_nv_sat_i32(const pe_nv_f64 *v, int32_t lo, int32_t hi, pe_nv_i32 *sat)
+{
+    const pe_nv_i64 above = *v > (double)hi, below = *v < (double)lo;
+    pe_nv_i64 b;
+    pe_nv_f64 c;
+    memcpy(&b, v, sizeof b);
+    b = (b & ~(above | below)) | (above & (pe_nv_i64)((pe_nv_f64){0} + (double)hi)) |
+        (below & (pe_nv_i64)((pe_nv_f64){0} + (double)lo));
+    memcpy(&c, &b, sizeof c);
+    *sat = __builtin_convertvector(above | below, pe_nv_i32);
+    return __builtin_convertvector(c, pe_nv_i32);
+}
+
 /* fp32 SGD on an int32 bias: pe_sgd_update_f32_s32's arithmetic (ref/pe_update_f32.h), one
- * value after another without the ref kernel's generic parameter access */
+ * value after another without the ref kernel's generic parameter access; plain SGD (no
+ * momentum, no accumulation) over contiguous values (every channel, one value a channel: the
+ * biases) PE_NV_F32 at a time */
 void pe_sgd_update_f32_s32_native(const pe_sgd_params_f32 *params, const pe_update_dims *dims,
                                   const int32_t *channels, int32_t *param, const float *grad,
                                   const float *qas, float *buf1, float *master, const float *lr,
@@ -849,10 +964,44 @@ void pe_sgd_update_f32_s32_native(const pe_sgd_params_f32 *params, const pe_upda
     const int accumulate = params->accumulate > 1;
     const int apply = !accumulate || pe_update_applies(*step, params->accumulate);
     const int32_t lo = dims->lo, hi = dims->hi;
-    int32_t count = 0;
+    int32_t count = 0, j0 = 0;
     int32_t o, j, k;
+    if (!accumulate && buf1 == 0 && channels == 0 && dims->inner == 1 && dims->outer == 1) {
+        const int32_t n = dims->count;
+        const pe_nv_f32 vlr = pe_nv_splat_f32(lr_t);
+        pe_nv_i32 count_v = (pe_nv_i32){0};
+        int32_t i;
+        for (i = 0; i + PE_NV_F32 <= n; i += PE_NV_F32) {
+            const pe_nv_f32 u = (vlr * pe_nv_load_f32(grad + i)) * pe_nv_load_f32(qas + i);
+            pe_nv_i32 sat, nan, v;
+            pe_nv_f32 r;
+            pe_nv_f64 t;
+            if (master != 0) {
+                /* round(master - u); NaN: 0 */
+                const pe_nv_f32 m = pe_nv_load_f32(master + i) - u;
+                pe_nv_store_f32(master + i, m);
+                nan = m != m;
+                r = pe_nv_select(nan, pe_nv_splat_f32(0.0f), pe_nv_roundf(m));
+                t = __builtin_convertvector(r, pe_nv_f64);
+            } else {
+                /* param - round(u); NaN: a step of 0 */
+                pe_nv_i32 q;
+                memcpy(&q, param + i, sizeof q);
+                nan = u != u;
+                r = pe_nv_select(nan, pe_nv_splat_f32(0.0f), pe_nv_roundf(u));
+                t = __builtin_convertvector(q, pe_nv_f64) - __builtin_convertvector(r, pe_nv_f64);
+            }
+            v = pe_nv_sat_i32(&t, lo, hi, &sat);
+            count_v -= sat | nan;
+            memcpy(param + i, &v, sizeof v);
+        }
+        for (k = 0; k < PE_NV_F32; ++k) {
+            count += count_v[k];
+        }
+        j0 = i;                                   /* the rest one by one below */
+    }
     for (o = 0; o < dims->outer; ++o) {
-        for (j = 0; j < dims->count; ++j) {
+        for (j = o == 0 ? j0 : 0; j < dims->count; ++j) {
             const int32_t p0 = pe_update_param_base(dims, channels, o, j);
             const int32_t g0 = pe_update_grad_base(dims, o, j);
             for (k = 0; k < dims->inner; ++k) {
