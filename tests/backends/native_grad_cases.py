@@ -144,11 +144,17 @@ def _long(kind: str) -> Callable[[Rng], tc.Case]:
 
 def _sgd_wide(rng: Rng) -> tc.Case:
     """fp32 SGD on int8 weights of many values a channel (the vector loop), every variant:
-    momentum, master copies, accumulation; learning rates that saturate some weights."""
+    momentum, master copies, accumulation; learning rates that saturate some weights, and
+    weights at -128."""
     while True:
         graph, inputs = tc.TRAIN_CASES["sgd_update"](rng, "fp32")
         param = graph.tensors[graph.ops[0].inputs[0]]
         if param.dtype == "int8" and int(np.prod(param.shape[1:])) >= 16:
+            if rng.random() < 0.3:                 # -128 (saturates to -127, counted)
+                inputs = list(inputs)
+                w = np.array(inputs[0], np.int8, copy=True)
+                w.reshape(-1)[rng.integers(0, w.size, size=max(1, w.size // 40))] = -128
+                inputs[0] = w
             return graph, inputs
 
 

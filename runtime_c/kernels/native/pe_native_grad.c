@@ -845,19 +845,28 @@ static inline void pe_nv_store_s8(int8_t *p, pe_nv_i32 q)
 #endif
 }
 
-void pe_sgd_update_f32_s8_native(const pe_sgd_params_f32 *params, const pe_update_dims *dims,
-                                 const int32_t *channels, int8_t *param, const float *grad,
-                                 const float *qas, float *buf1, float *master, const float *lr,
-                                 float *accum, const int32_t *step, int32_t *saturated)
+/* the loops of pe_sgd_update_f32_s8_native; ``plain``: no accumulation, momentum or master
+ * copy (literal at each call: the compiler drops the branches). Without a master copy a
+ * weight p in [-127, 127] keeps its value when |u| <= 0.25: p - u rounds to within 0.25 of p
+ * (p +- 0.25 are float32 values), so round_half_away gives p back and nothing saturates; a
+ * vector whose every lane keeps its value is not written. */
+static inline __attribute__((always_inline)) int32_t
+pe_nv_sgd_s8_loops(const pe_sgd_params_f32 *params, const pe_update_dims *dims,
+                   const int32_t *channels, int8_t *param, const float *grad, const float *qas,
+                   float *buf1, float *master, float lr_t, float *accum, int apply,
+                   const int plain)
 {
-    const float lr_t = lr != 0 ? *lr : params->lr;
-    const int accumulate = params->accumulate > 1;
-    const int apply = !accumulate || pe_update_applies(*step, params->accumulate);
+    const int accumulate = !plain && params->accumulate > 1;
     const pe_nv_f32 vlr = pe_nv_splat_f32(lr_t);
     const pe_nv_f32 vmom = pe_nv_splat_f32(params->momentum);
+    const pe_nv_f32 keep = pe_nv_splat_f32(0.25f);
     pe_nv_i32 count_v = (pe_nv_i32){0};
     int32_t count = 0;
     int32_t o, j, k, l;
+    if (plain) {
+        buf1 = 0;
+        master = 0;
+    }
     for (o = 0; o < dims->outer; ++o) {
         for (j = 0; j < dims->count; ++j) {
             const int32_t p0 = pe_update_param_base(dims, channels, o, j);
@@ -886,7 +895,17 @@ void pe_sgd_update_f32_s8_native(const pe_sgd_params_f32 *params, const pe_updat
                     v = pe_nv_load_f32(master + i) - u;
                     pe_nv_store_f32(master + i, v);
                 } else {
-                    v = pe_nv_cvt_s8(param + p0 + k) - u;
+                    const pe_nv_f32 p = pe_nv_cvt_s8(param + p0 + k);
+                    const pe_nv_f32 a = pe_nv_float(pe_nv_bits(u) & 0x7FFFFFFF);
+                    const pe_nv_i32 moves = ~(a <= keep) | (p < -127.0f);
+                    int32_t any = 0;
+                    for (l = 0; l < PE_NV_F32; ++l) {
+                        any |= moves[l];
+                    }
+                    if (!any) {
+                        continue;
+                    }
+                    v = p - u;
                 }
                 q = pe_nv_round_sat_s8(v, &sat);
                 count_v -= sat;
@@ -925,6 +944,23 @@ void pe_sgd_update_f32_s8_native(const pe_sgd_params_f32 *params, const pe_updat
     for (l = 0; l < PE_NV_F32; ++l) {
         count += count_v[l];
     }
+    return count;
+}
+
+void pe_sgd_update_f32_s8_native(const pe_sgd_params_f32 *params, const pe_update_dims *dims,
+                                 const int32_t *channels, int8_t *param, const float *grad,
+                                 const float *qas, float *buf1, float *master, const float *lr,
+                                 float *accum, const int32_t *step, int32_t *saturated)
+{
+    const float lr_t = lr != 0 ? *lr : params->lr;
+    const int accumulate = params->accumulate > 1;
+    const int apply = !accumulate || pe_update_applies(*step, params->accumulate);
+    const int32_t count =
+        !accumulate && buf1 == 0 && master == 0
+            ? pe_nv_sgd_s8_loops(params, dims, channels, param, grad, qas, buf1, master, lr_t,
+                                 accum, apply, 1)
+            : pe_nv_sgd_s8_loops(params, dims, channels, param, grad, qas, buf1, master, lr_t,
+                                 accum, apply, 0);
     pe_count_saturated(saturated, count);
 }
 
@@ -932,23 +968,24 @@ void pe_sgd_update_f32_s8_native(const pe_sgd_params_f32 *params, const pe_updat
  * The new value as a double (exact: an int32 less an integer step below 2^33 in magnitude, or
  * a rounded float32), saturated to [lo, hi]: a step clamped to 2^32 first (the ref kernel's
  * int64 arithmetic) saturates the same, as lo and hi lie inside int32. */
-typedef double pe_nv_f64 __attribute__((vector_size(PE_NV_F32 * 8)));
-typedef int64_t pe_nv_i64 __attribute__((vector_size(PE_NV_F32 * 8)));
+typedef double pe_nv_f64h __attribute__((vector_size(PE_NV_H * 8)));
+typedef int64_t pe_nv_i64h __attribute__((vector_size(PE_NV_H * 8)));
 
-/* sat(*v) into [lo, hi] per lane; ``sat`` gets -1 where it saturated (the double vectors by
- * address: wider than the vector registers some paths have) */
-static inline __attribute__((always_inline)) pe_nv_i32
-pe_nv_sat_i32(const pe_nv_f64 *v, int32_t lo, int32_t hi, pe_nv_i32 *sat)
+/* sat(v) into [lo, hi] for half a vector of lanes (the doubles of a whole one would not fit
+ * a register), stored at dst; returns -1 in the lanes that saturated */
+static inline pe_nv_i32h pe_nv_sat_i32h(pe_nv_f64h v, int32_t lo, int32_t hi, int32_t *dst)
 {
-    const pe_nv_i64 above = *v > (double)hi, below = *v < (double)lo;
-    pe_nv_i64 b;
-    pe_nv_f64 c;
-    memcpy(&b, v, sizeof b);
-    b = (b & ~(above | below)) | (above & (pe_nv_i64)((pe_nv_f64){0} + (double)hi)) |
-        (below & (pe_nv_i64)((pe_nv_f64){0} + (double)lo));
-    memcpy(&c, &b, sizeof c);
-    *sat = __builtin_convertvector(above | below, pe_nv_i32);
-    return __builtin_convertvector(c, pe_nv_i32);
+    const pe_nv_i64h above = v > (double)hi, below = v < (double)lo;
+    const pe_nv_i64h out = above | below;
+    pe_nv_i64h b;
+    pe_nv_i32h r;
+    memcpy(&b, &v, sizeof b);
+    b = (b & ~out) | (above & (pe_nv_i64h)((pe_nv_f64h){0} + (double)hi)) |
+        (below & (pe_nv_i64h)((pe_nv_f64h){0} + (double)lo));
+    memcpy(&v, &b, sizeof v);
+    r = __builtin_convertvector(v, pe_nv_i32h);
+    memcpy(dst, &r, sizeof r);
+    return __builtin_convertvector(out, pe_nv_i32h);
 }
 
 /* fp32 SGD on an int32 bias: pe_sgd_update_f32_s32's arithmetic (ref/pe_update_f32.h), one
@@ -973,27 +1010,36 @@ void pe_sgd_update_f32_s32_native(const pe_sgd_params_f32 *params, const pe_upda
         int32_t i;
         for (i = 0; i + PE_NV_F32 <= n; i += PE_NV_F32) {
             const pe_nv_f32 u = (vlr * pe_nv_load_f32(grad + i)) * pe_nv_load_f32(qas + i);
-            pe_nv_i32 sat, nan, v;
-            pe_nv_f32 r;
-            pe_nv_f64 t;
+            float r[PE_NV_F32];
+            int32_t sats[PE_NV_F32], h;
+            pe_nv_i32 nan, satv;
             if (master != 0) {
                 /* round(master - u); NaN: 0 */
                 const pe_nv_f32 m = pe_nv_load_f32(master + i) - u;
                 pe_nv_store_f32(master + i, m);
                 nan = m != m;
-                r = pe_nv_select(nan, pe_nv_splat_f32(0.0f), pe_nv_roundf(m));
-                t = __builtin_convertvector(r, pe_nv_f64);
+                pe_nv_store_f32(r, pe_nv_select(nan, pe_nv_splat_f32(0.0f), pe_nv_roundf(m)));
             } else {
                 /* param - round(u); NaN: a step of 0 */
-                pe_nv_i32 q;
-                memcpy(&q, param + i, sizeof q);
                 nan = u != u;
-                r = pe_nv_select(nan, pe_nv_splat_f32(0.0f), pe_nv_roundf(u));
-                t = __builtin_convertvector(q, pe_nv_f64) - __builtin_convertvector(r, pe_nv_f64);
+                pe_nv_store_f32(r, pe_nv_select(nan, pe_nv_splat_f32(0.0f), pe_nv_roundf(u)));
             }
-            v = pe_nv_sat_i32(&t, lo, hi, &sat);
-            count_v -= sat | nan;
-            memcpy(param + i, &v, sizeof v);
+            for (h = 0; h < PE_NV_F32; h += PE_NV_H) {
+                pe_nv_f32h rh;
+                pe_nv_f64h t;
+                pe_nv_i32h sat;
+                memcpy(&rh, r + h, sizeof rh);
+                t = __builtin_convertvector(rh, pe_nv_f64h);
+                if (master == 0) {
+                    pe_nv_i32h q;
+                    memcpy(&q, param + i + h, sizeof q);
+                    t = __builtin_convertvector(q, pe_nv_f64h) - t;
+                }
+                sat = pe_nv_sat_i32h(t, lo, hi, param + i + h);
+                memcpy(sats + h, &sat, sizeof sat);
+            }
+            memcpy(&satv, sats, sizeof satv);
+            count_v -= satv | nan;
         }
         for (k = 0; k < PE_NV_F32; ++k) {
             count += count_v[k];
