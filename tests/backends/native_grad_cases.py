@@ -114,6 +114,26 @@ def _dw_wide(rng: Rng) -> tc.Case:
     return b.op("depthwise_conv2d_grad_input", b.grad_outputs("dx", (n, h, w, c)), attrs)
 
 
+def _dw_narrow(rng: Rng) -> tc.Case:
+    """Depthwise input gradients whose dy rows are 1 or 2 wide under a dilated kernel (stride
+    1): four input columns can share no taps at both ends while one between has one."""
+    while True:
+        in_w, k, d = int(rng.integers(4, 8)), 3, int(rng.integers(2, 5))
+        left, right = int(rng.integers(0, 2 * d)), int(rng.integers(0, 2 * d))
+        ow = in_w + left + right - d * (k - 1)
+        if 1 <= ow <= 2:
+            break
+    b = tc._Builder("fp32")
+    h, c = int(rng.integers(1, 4)), int(rng.choice([8, 16, 20]))
+    b.grad_input(rng, "dy", (1, h, ow, c))
+    wq = tc._weight_q(rng, c, 3, True)
+    b.add_input("w", (1, 1, k, c), "int8", rng.integers(-127, 128, (1, 1, k, c)).astype(np.int8),
+                wq, Role.WEIGHT, const=rng.random() < 0.5)
+    attrs = tc._conv_attrs("fp32", (1, 1), (1, d), (0, 0, left, right))
+    attrs["depth_multiplier"] = 1
+    return b.op("depthwise_conv2d_grad_input", b.grad_outputs("dx", (1, h, in_w, c)), attrs)
+
+
 def _long(kind: str) -> Callable[[Rng], tc.Case]:
     """Elementwise ops over sizes around multiples of 64 (the vector loops and their tails)."""
     def build(rng: Rng) -> tc.Case:
@@ -218,9 +238,9 @@ FAMILIES: dict[str, list[tuple[float, Callable[[Rng], tc.Case]]]] = {
                                    (0.5, lambda rng: _fc_wide(rng, False))],
     "fully_connected_grad_weight": [(0.5, _arm("fully_connected_grad_weight")),
                                     (0.5, lambda rng: _fc_wide(rng, True))],
-    "depthwise_conv2d_grad_input": [(0.4, _arm("depthwise_conv2d_grad_input")),
+    "depthwise_conv2d_grad_input": [(0.35, _arm("depthwise_conv2d_grad_input")),
                                     (0.2, _general("depthwise_conv2d_grad_input")),
-                                    (0.4, _dw_wide)],
+                                    (0.35, _dw_wide), (0.1, _dw_narrow)],
     "avg_pool2d_grad": [(0.6, _arm("avg_pool2d_grad")), (0.4, _general("avg_pool2d_grad"))],
     "act_mask": [(0.5, _arm("act_mask")), (0.5, _long("act_mask"))],
     "mask_grad": [(0.5, _general("mask_grad")), (0.5, _long("mask_grad"))],

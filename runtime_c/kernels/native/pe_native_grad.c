@@ -398,6 +398,98 @@ void pe_fully_connected_grad_input_f32_native(const pe_context *ctx, const float
     }
 }
 
+/* the kernel columns kx whose tap reaches input column iw, as bits (k_w <= 64: at most
+ * PE_NV_DW_TAPS taps), and their dy columns ox[kx] */
+static inline uint64_t pe_nv_dw_cols(const pe_dw_conv_grad_params *params, int32_t out_w,
+                                     int32_t k_w, int32_t iw, int32_t ox[PE_NV_DW_TAPS])
+{
+    uint64_t bits = 0;
+    int32_t kx;
+    for (kx = 0; kx < k_w; ++kx) {
+        ox[kx] = pe_nv_tap(iw, kx, params->stride.w, params->padding.w, params->dilation.w,
+                           out_w);
+        bits |= (uint64_t)(ox[kx] >= 0) << kx;
+    }
+    return bits;
+}
+
+/* out[j][c] = sum over the taps t ascending of dy[src[t] + j * c_n + c] * w_r[tap[t] + c] for
+ * np positions j side by side (np a literal: 1, or 4 positions of a row whose taps are the
+ * same and whose sources are one dy position apart), every channel */
+static inline __attribute__((always_inline)) void
+pe_nv_dw_gi(const float *dy, const float *wr, const int32_t *src, const int32_t *tap,
+            int32_t taps, int32_t c_n, const int32_t np, float *out)
+{
+    const int32_t whole = c_n / PE_NV_F32 * PE_NV_F32;
+    int32_t c = 0, t, j;
+    if (np == 1) {
+        for (; c + PE_NV_V * PE_NV_F32 <= whole; c += PE_NV_V * PE_NV_F32) {
+            pe_nv_f32 acc[PE_NV_V];
+            PE_NV_UNROLL_F
+            for (j = 0; j < PE_NV_V; ++j) {
+                acc[j] = pe_nv_splat_f32(0.0f);
+            }
+            for (t = 0; t < taps; ++t) {
+                PE_NV_UNROLL_F
+                for (j = 0; j < PE_NV_V; ++j) {
+                    acc[j] = acc[j] + pe_nv_load_f32(dy + src[t] + c + j * PE_NV_F32) *
+                                      pe_nv_load_f32(wr + tap[t] + c + j * PE_NV_F32);
+                }
+            }
+            PE_NV_UNROLL_F
+            for (j = 0; j < PE_NV_V; ++j) {
+                pe_nv_store_f32(out + c + j * PE_NV_F32, acc[j]);
+            }
+        }
+    }
+    for (; c < whole; c += PE_NV_F32) {
+        pe_nv_f32 acc[4];
+        PE_NV_UNROLL_F
+        for (j = 0; j < np; ++j) {
+            acc[j] = pe_nv_splat_f32(0.0f);
+        }
+        for (t = 0; t < taps; ++t) {
+            const pe_nv_f32 w = pe_nv_load_f32(wr + tap[t] + c);
+            PE_NV_UNROLL_F
+            for (j = 0; j < np; ++j) {
+                acc[j] = acc[j] + pe_nv_load_f32(dy + src[t] + j * c_n + c) * w;
+            }
+        }
+        PE_NV_UNROLL_F
+        for (j = 0; j < np; ++j) {
+            pe_nv_store_f32(out + j * c_n + c, acc[j]);
+        }
+    }
+    if (c_n - c >= PE_NV_H) {
+        pe_nv_f32h acc[4];
+        PE_NV_UNROLL_F
+        for (j = 0; j < np; ++j) {
+            acc[j] = pe_nv_splat_h(0.0f);
+        }
+        for (t = 0; t < taps; ++t) {
+            const pe_nv_f32h w = pe_nv_load_h(wr + tap[t] + c);
+            PE_NV_UNROLL_F
+            for (j = 0; j < np; ++j) {
+                acc[j] = acc[j] + pe_nv_load_h(dy + src[t] + j * c_n + c) * w;
+            }
+        }
+        PE_NV_UNROLL_F
+        for (j = 0; j < np; ++j) {
+            memcpy(out + j * c_n + c, &acc[j], sizeof acc[j]);
+        }
+        c += PE_NV_H;
+    }
+    for (; c < c_n; ++c) {
+        for (j = 0; j < np; ++j) {
+            float acc = 0.0f;
+            for (t = 0; t < taps; ++t) {
+                acc = acc + dy[src[t] + j * c_n + c] * wr[tap[t] + c];
+            }
+            out[j * c_n + c] = acc;
+        }
+    }
+}
+
 void pe_depthwise_conv2d_grad_input_f32_native(const pe_context *ctx,
                                                const pe_dw_conv_grad_params *params,
                                                const float *filter_scale,
@@ -407,13 +499,18 @@ void pe_depthwise_conv2d_grad_input_f32_native(const pe_context *ctx,
                                                const pe_dims *dx_dims, float *dx)
 {
     /* depth multiplier 1, at most PE_NV_DW_TAPS taps: dx[p][c] = sum over the taps (kh, kw)
-     * ascending that reach p of dy[src][c] * w_r[tap][c], four vectors of channels at a time */
+     * ascending that reach p of dy[src][c] * w_r[tap][c]. With stride 1 along the width, four
+     * positions of a row whose first and last have the same taps run side by side
+     * (independent sums: the adds' latency hidden). The two between have those taps too, each
+     * tap's source one dy position further per position: a tap's column runs over an
+     * interval of input columns, and one missing at both ends lies on the same side of it at
+     * both (the other case needs an interval shorter than 3: at least 3 dy columns are
+     * asked). Other positions one at a time, four vectors of channels. */
     const int32_t out_h = dy_dims->h, out_w = dy_dims->w, c_n = dx_dims->c;
     const int32_t k_h = filter_dims->h, k_w = filter_dims->w;
     const int32_t in_h = dx_dims->h, in_w = dx_dims->w;
-    const int32_t whole = c_n / PE_NV_F32 * PE_NV_F32;
     const float *wr = wr_const != 0 ? wr_const : (const float *)ctx->buf;   /* [tap][c] */
-    int32_t n, ih, iw, ky, kx, c, t, v;
+    int32_t n, ih, iw, c, t;
     if (wr_const == 0) {
         float *buf = (float *)ctx->buf;
         for (t = 0; t < k_h * k_w; ++t) {
@@ -424,66 +521,41 @@ void pe_depthwise_conv2d_grad_input_f32_native(const pe_context *ctx,
     }
     for (n = 0; n < dx_dims->n; ++n) {
         for (ih = 0; ih < in_h; ++ih) {
-            for (iw = 0; iw < in_w; ++iw) {
+            /* the kernel rows that reach row ih: dy row offsets and w_r row offsets */
+            int32_t yrow[PE_NV_DW_TAPS], ytap[PE_NV_DW_TAPS], rows = 0, ky;
+            for (ky = 0; ky < k_h; ++ky) {
+                const int32_t oy = pe_nv_tap(ih, ky, params->stride.h, params->padding.h,
+                                             params->dilation.h, out_h);
+                if (oy >= 0) {
+                    yrow[rows] = (n * out_h + oy) * out_w;
+                    ytap[rows] = ky * k_w;
+                    ++rows;
+                }
+            }
+            for (iw = 0; iw < in_w;) {
                 float *out = dx + ((n * in_h + ih) * in_w + iw) * c_n;
-                int32_t src[PE_NV_DW_TAPS], tap[PE_NV_DW_TAPS], taps = 0;
-                for (ky = 0; ky < k_h; ++ky) {
-                    const int32_t oy = pe_nv_tap(ih, ky, params->stride.h,
-                                                     params->padding.h, params->dilation.h,
-                                                     out_h);
-                    if (oy < 0) {
-                        continue;
-                    }
+                int32_t src[PE_NV_DW_TAPS], tap[PE_NV_DW_TAPS];
+                int32_t ox[PE_NV_DW_TAPS], ox3[PE_NV_DW_TAPS];
+                const uint64_t cols = pe_nv_dw_cols(params, out_w, k_w, iw, ox);
+                const int32_t np = params->stride.w == 1 && out_w >= 3 && iw + 4 <= in_w &&
+                                   pe_nv_dw_cols(params, out_w, k_w, iw + 3, ox3) == cols
+                                       ? 4 : 1;
+                int32_t taps = 0, r, kx;
+                for (r = 0; r < rows; ++r) {
                     for (kx = 0; kx < k_w; ++kx) {
-                        const int32_t ox = pe_nv_tap(iw, kx, params->stride.w,
-                                                         params->padding.w,
-                                                         params->dilation.w, out_w);
-                        if (ox >= 0) {
-                            src[taps] = ((n * out_h + oy) * out_w + ox) * c_n;
-                            tap[taps] = (ky * k_w + kx) * c_n;
+                        if (cols >> kx & 1u) {
+                            src[taps] = (yrow[r] + ox[kx]) * c_n;
+                            tap[taps] = (ytap[r] + kx) * c_n;
                             ++taps;
                         }
                     }
                 }
-                for (c = 0; c + PE_NV_V * PE_NV_F32 <= whole; c += PE_NV_V * PE_NV_F32) {
-                    pe_nv_f32 acc[PE_NV_V];
-                    for (v = 0; v < PE_NV_V; ++v) {
-                        acc[v] = pe_nv_splat_f32(0.0f);
-                    }
-                    for (t = 0; t < taps; ++t) {
-                        PE_NV_UNROLL_F
-                        for (v = 0; v < PE_NV_V; ++v) {
-                            acc[v] = acc[v] + pe_nv_load_f32(dy + src[t] + c + v * PE_NV_F32) *
-                                              pe_nv_load_f32(wr + tap[t] + c + v * PE_NV_F32);
-                        }
-                    }
-                    for (v = 0; v < PE_NV_V; ++v) {
-                        pe_nv_store_f32(out + c + v * PE_NV_F32, acc[v]);
-                    }
+                if (np == 4) {
+                    pe_nv_dw_gi(dy, wr, src, tap, taps, c_n, 4, out);
+                } else {
+                    pe_nv_dw_gi(dy, wr, src, tap, taps, c_n, 1, out);
                 }
-                for (; c < whole; c += PE_NV_F32) {
-                    pe_nv_f32 acc = pe_nv_splat_f32(0.0f);
-                    for (t = 0; t < taps; ++t) {
-                        acc = acc + pe_nv_load_f32(dy + src[t] + c) *
-                                    pe_nv_load_f32(wr + tap[t] + c);
-                    }
-                    pe_nv_store_f32(out + c, acc);
-                }
-                if (c_n - c >= PE_NV_H) {
-                    pe_nv_f32h acc = pe_nv_splat_h(0.0f);
-                    for (t = 0; t < taps; ++t) {
-                        acc = acc + pe_nv_load_h(dy + src[t] + c) * pe_nv_load_h(wr + tap[t] + c);
-                    }
-                    memcpy(out + c, &acc, sizeof acc);
-                    c += PE_NV_H;
-                }
-                for (; c < c_n; ++c) {
-                    float acc = 0.0f;
-                    for (t = 0; t < taps; ++t) {
-                        acc = acc + dy[src[t] + c] * wr[tap[t] + c];
-                    }
-                    out[c] = acc;
-                }
+                iw += np;
             }
         }
     }
