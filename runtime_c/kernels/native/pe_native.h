@@ -144,8 +144,13 @@ static inline void pe_nv_requant16(const int32_t *acc, const int32_t *rq, int32_
     b = _mm512_cvtepi32_epi8(r);
     if (n == PE_NV_LANES) {
         _mm_storeu_si128((__m128i *)(void *)out, b);
+    } else if (n == 8) {
+        _mm_storel_epi64((__m128i *)(void *)out, b);
     } else {
-        _mm_mask_storeu_epi8((void *)out, (__mmask16)((1u << n) - 1u), b);
+        /* no masked store: slow on some cores, and not forwarded to the next layer's loads */
+        int8_t tmp[PE_NV_LANES];
+        _mm_storeu_si128((__m128i *)(void *)tmp, b);
+        memcpy(out, tmp, (size_t)n);
     }
 #elif defined(PE_NV_AVX2)
     __m256i r[2];

@@ -42,7 +42,9 @@ enum { PE_NV_ROWS = 4 };
 #define PE_NV_UNROLL
 #endif
 
-/* dst[i] = src[i] ^ 0x80 (x + 128 as a byte) for n bytes */
+/* dst[i] = src[i] ^ 0x80 (x + 128 as a byte) for n bytes: whole vectors, then eight-byte
+ * words and bytes (no masked stores: slow on some cores, and the rows they write are read
+ * back at once, which a masked store does not forward to) */
 PE_NV_KERNEL void pe_nv_bias_bytes(const int8_t *PE_NV_RESTRICT src, uint8_t *PE_NV_RESTRICT dst,
                                    int32_t n)
 {
@@ -53,23 +55,25 @@ PE_NV_KERNEL void pe_nv_bias_bytes(const int8_t *PE_NV_RESTRICT src, uint8_t *PE
         _mm512_storeu_si512((void *)(dst + i), _mm512_xor_si512(
             _mm512_loadu_si512((const void *)(src + i)), flip));
     }
-    if (i < n) {
-        const __mmask64 m = ((__mmask64)1 << (n - i)) - 1u;
-        _mm512_mask_storeu_epi8((void *)(dst + i), m, _mm512_xor_si512(
-            _mm512_maskz_loadu_epi8(m, (const void *)(src + i)), flip));
-    }
-#else
+#endif
 #if defined(PE_NV_AVX2)
-    const __m256i flip = _mm256_set1_epi8((char)0x80);
-    for (; i + 32 <= n; i += 32) {
-        _mm256_storeu_si256((__m256i *)(void *)(dst + i), _mm256_xor_si256(
-            _mm256_loadu_si256((const __m256i *)(const void *)(src + i)), flip));
+    {
+        const __m256i flip32 = _mm256_set1_epi8((char)0x80);
+        for (; i + 32 <= n; i += 32) {
+            _mm256_storeu_si256((__m256i *)(void *)(dst + i), _mm256_xor_si256(
+                _mm256_loadu_si256((const __m256i *)(const void *)(src + i)), flip32));
+        }
     }
 #endif
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, src + i, sizeof w);
+        w ^= 0x8080808080808080u;
+        memcpy(dst + i, &w, sizeof w);
+    }
     for (; i < n; ++i) {
         dst[i] = (uint8_t)((uint8_t)src[i] ^ 0x80u);
     }
-#endif
 }
 
 /* the byte row of one output position: u over (kh, kw, c) (x ^ 0x80 in the image, ``pad``
