@@ -97,7 +97,7 @@ def _fc_wide(rng: Rng, weight: bool) -> tc.Case:
 
 def _dw_wide(rng: Rng) -> tc.Case:
     b = tc._Builder("fp32")
-    n, h, w = 1, int(rng.integers(2, 9)), int(rng.integers(2, 9))
+    n, h, w = 1, int(rng.integers(2, 9)), int(rng.integers(2, 15))
     c = int(rng.choice([16, 32, 48, 64, 80, 96]))
     kh, kw = (3, 3) if rng.random() < 0.7 else (5, 5)
     stride = (int(rng.integers(1, 3)),) * 2

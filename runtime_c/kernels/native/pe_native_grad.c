@@ -413,12 +413,13 @@ static inline uint64_t pe_nv_dw_cols(const pe_dw_conv_grad_params *params, int32
     return bits;
 }
 
-/* out[j][c] = sum over the taps t ascending of dy[src[t] + j * c_n + c] * w_r[tap[t] + c] for
- * np positions j side by side (np a literal: 1, or 4 positions of a row whose taps are the
- * same and whose sources are one dy position apart), every channel */
+/* out[j * ostep + c] = sum over the taps t ascending of dy[src[t] + j * c_n + c] *
+ * w_r[tap[t] + c] for np positions j side by side (np a literal: 1, or 4 positions of a row
+ * ``ostep`` values apart whose taps are the same and whose sources are one dy position
+ * apart), every channel */
 static inline __attribute__((always_inline)) void
 pe_nv_dw_gi(const float *dy, const float *wr, const int32_t *src, const int32_t *tap,
-            int32_t taps, int32_t c_n, const int32_t np, float *out)
+            int32_t taps, int32_t c_n, const int32_t np, int32_t ostep, float *out)
 {
     const int32_t whole = c_n / PE_NV_F32 * PE_NV_F32;
     int32_t c = 0, t, j;
@@ -457,7 +458,7 @@ pe_nv_dw_gi(const float *dy, const float *wr, const int32_t *src, const int32_t 
         }
         PE_NV_UNROLL_F
         for (j = 0; j < np; ++j) {
-            pe_nv_store_f32(out + j * c_n + c, acc[j]);
+            pe_nv_store_f32(out + j * ostep + c, acc[j]);
         }
     }
     if (c_n - c >= PE_NV_H) {
@@ -475,7 +476,7 @@ pe_nv_dw_gi(const float *dy, const float *wr, const int32_t *src, const int32_t 
         }
         PE_NV_UNROLL_F
         for (j = 0; j < np; ++j) {
-            memcpy(out + j * c_n + c, &acc[j], sizeof acc[j]);
+            memcpy(out + j * ostep + c, &acc[j], sizeof acc[j]);
         }
         c += PE_NV_H;
     }
@@ -485,7 +486,7 @@ pe_nv_dw_gi(const float *dy, const float *wr, const int32_t *src, const int32_t 
             for (t = 0; t < taps; ++t) {
                 acc = acc + dy[src[t] + j * c_n + c] * wr[tap[t] + c];
             }
-            out[j * c_n + c] = acc;
+            out[j * ostep + c] = acc;
         }
     }
 }
@@ -499,13 +500,14 @@ void pe_depthwise_conv2d_grad_input_f32_native(const pe_context *ctx,
                                                const pe_dims *dx_dims, float *dx)
 {
     /* depth multiplier 1, at most PE_NV_DW_TAPS taps: dx[p][c] = sum over the taps (kh, kw)
-     * ascending that reach p of dy[src][c] * w_r[tap][c]. With stride 1 along the width, four
-     * positions of a row whose first and last have the same taps run side by side
-     * (independent sums: the adds' latency hidden). The two between have those taps too, each
-     * tap's source one dy position further per position: a tap's column runs over an
-     * interval of input columns, and one missing at both ends lies on the same side of it at
-     * both (the other case needs an interval shorter than 3: at least 3 dy columns are
-     * asked). Other positions one at a time, four vectors of channels. */
+     * ascending that reach p of dy[src][c] * w_r[tap][c]. With stride 1 or 2 along the
+     * width, four positions of a row s_w apart whose first and last have the same taps run
+     * side by side (independent sums: the adds' latency hidden). The two between have those
+     * taps too, each tap's source one dy position further per position: a tap reaches the
+     * columns of one parity (stride 2) over an interval of them, and one missing at both
+     * ends lies on the same side of it at both (the other case needs an interval shorter
+     * than 3: at least 3 dy columns are asked). Other positions one at a time, four vectors
+     * of channels. */
     const int32_t out_h = dy_dims->h, out_w = dy_dims->w, c_n = dx_dims->c;
     const int32_t k_h = filter_dims->h, k_w = filter_dims->w;
     const int32_t in_h = dx_dims->h, in_w = dx_dims->w;
@@ -536,26 +538,35 @@ void pe_depthwise_conv2d_grad_input_f32_native(const pe_context *ctx,
                 float *out = dx + ((n * in_h + ih) * in_w + iw) * c_n;
                 int32_t src[PE_NV_DW_TAPS], tap[PE_NV_DW_TAPS];
                 int32_t ox[PE_NV_DW_TAPS], ox3[PE_NV_DW_TAPS];
-                const uint64_t cols = pe_nv_dw_cols(params, out_w, k_w, iw, ox);
-                const int32_t np = params->stride.w == 1 && out_w >= 3 && iw + 4 <= in_w &&
-                                   pe_nv_dw_cols(params, out_w, k_w, iw + 3, ox3) == cols
-                                       ? 4 : 1;
-                int32_t taps = 0, r, kx;
-                for (r = 0; r < rows; ++r) {
-                    for (kx = 0; kx < k_w; ++kx) {
-                        if (cols >> kx & 1u) {
-                            src[taps] = (yrow[r] + ox[kx]) * c_n;
-                            tap[taps] = (ytap[r] + kx) * c_n;
-                            ++taps;
+                const int32_t s_w = params->stride.w;
+                /* groups of four positions s_w apart: stride 1, iw .. iw + 3; stride 2, the
+                 * even and the odd positions of iw .. iw + 7 */
+                const int32_t span = 4 * s_w;
+                int32_t group = (s_w == 1 || s_w == 2) && out_w >= 3 && iw + span <= in_w;
+                int32_t g, r, kx;
+                for (g = 0; group && g < s_w; ++g) {
+                    group = pe_nv_dw_cols(params, out_w, k_w, iw + g, ox) ==
+                            pe_nv_dw_cols(params, out_w, k_w, iw + g + 3 * s_w, ox3);
+                }
+                for (g = 0; g < (group ? s_w : 1); ++g) {
+                    const uint64_t cols = pe_nv_dw_cols(params, out_w, k_w, iw + g, ox);
+                    int32_t taps = 0;
+                    for (r = 0; r < rows; ++r) {
+                        for (kx = 0; kx < k_w; ++kx) {
+                            if (cols >> kx & 1u) {
+                                src[taps] = (yrow[r] + ox[kx]) * c_n;
+                                tap[taps] = (ytap[r] + kx) * c_n;
+                                ++taps;
+                            }
                         }
                     }
+                    if (group) {
+                        pe_nv_dw_gi(dy, wr, src, tap, taps, c_n, 4, s_w * c_n, out + g * c_n);
+                    } else {
+                        pe_nv_dw_gi(dy, wr, src, tap, taps, c_n, 1, c_n, out);
+                    }
                 }
-                if (np == 4) {
-                    pe_nv_dw_gi(dy, wr, src, tap, taps, c_n, 4, out);
-                } else {
-                    pe_nv_dw_gi(dy, wr, src, tap, taps, c_n, 1, out);
-                }
-                iw += np;
+                iw += group ? span : 1;
             }
         }
     }
