@@ -1,11 +1,12 @@
 """Code-generation benchmark: memory plan and host training speed per model and spec.
 
-Prints, per model and training spec: the schedule's lower bound, the planned arena, the
-parameter pool, the constant pool, compile time (training graph + schedule + plan + render),
-and host steps/second of the generated C (`fit --engine host`: the host board's chain, the
-native backend before ref; with --ref also the portable ref kernels alone) next to PyTorch
-eager CPU training the same float model with the same trainable set (batch 1, SGD, one
-thread), and their ratio (issue 11's target: 10x).
+Prints, per model and training spec: the multiply-accumulates of a step (int8 forward, fp32
+backward), the schedule's lower bound, the planned arena, the parameter pool, the constant
+pool, compile time (training graph + schedule + plan + render), and host steps/second of the
+generated C (`fit --engine host`: the host board's chain, the native backend before ref; with
+--ref also the portable ref kernels alone) next to PyTorch eager CPU training the same float
+model with the same trainable set (batch 1, SGD, one thread), and their ratio (issue 11's
+target: 10x).
 
     python -m tests.benchmark_codegen [--steps 1000] [--models digits,kws,vww] [--ref]
 
@@ -127,7 +128,9 @@ def measure(key: str, spec: str, steps: int, work: Path, repeat: int = 1,
     torch_sps = _median_rate(torch_steps, steps, repeat)
     torch.set_num_threads(threads)
     j = plan.to_json()
-    return {"model": key, "spec": spec, "lower_bound": j["lower_bound_bytes"],
+    from tests.mcunet import backward_macs, forward_macs
+    return {"model": key, "spec": spec, "fwd_macs": forward_macs(graph),
+            "bwd_macs": backward_macs(tg)["total"], "lower_bound": j["lower_bound_bytes"],
             "arena": j["peak_bytes"], "params": plan.params_bytes,
             "constants": plan.constant_bytes, "compile_s": t_compile,
             "host_steps_s": host_sps, "ref_steps_s": ref_sps, "torch_steps_s": torch_sps,
@@ -138,15 +141,17 @@ def run(keys: list[str], steps: int, work: Path, log=print, repeat: int = 1,
         ref: bool = False) -> list[dict]:
     rows = []
     log(f"spec: {SPEC} (MSE for the autoencoder); {steps} steps, batch 1, median of {repeat}; "
-        "PyTorch eager CPU, 1 thread; host C: native, ref (the host board's chain)")
-    log(f"{'model':8} {'lower bound':>12} {'arena':>10} {'params':>9} {'constants':>10} "
-        f"{'compile':>8} {'host C':>10} " + (f"{'ref only':>10} " if ref else "")
-        + f"{'PyTorch':>10} {'host/PyTorch':>13}")
+        "PyTorch eager CPU, 1 thread; host C: native, ref (the host board's chain); MACs per "
+        "step: int8 forward, fp32 backward (input and weight gradients)")
+    log(f"{'model':8} {'fwd MACs':>9} {'bwd MACs':>9} {'lower bound':>12} {'arena':>10} "
+        f"{'params':>9} {'constants':>10} {'compile':>8} {'host C':>10} "
+        + (f"{'ref only':>10} " if ref else "") + f"{'PyTorch':>10} {'host/PyTorch':>13}")
     for key in keys:
         r = measure(key, SPEC, steps, work, repeat, ref)
         rows.append(r)
         ref_col = f"{r['ref_steps_s']:>8.0f}/s " if ref else ""
-        log(f"{key:8} {r['lower_bound']:>12,} {r['arena']:>10,} {r['params']:>9,} "
+        log(f"{key:8} {r['fwd_macs'] / 1e6:>8.2f}M {r['bwd_macs'] / 1e6:>8.2f}M "
+            f"{r['lower_bound']:>12,} {r['arena']:>10,} {r['params']:>9,} "
             f"{r['constants']:>10,} {r['compile_s']:>7.2f}s {r['host_steps_s']:>8.0f}/s "
             f"{ref_col}{r['torch_steps_s']:>8.0f}/s {r['host_over_torch']:>12.1f}x")
     return rows

@@ -17,6 +17,7 @@ def test_codegen_benchmark_smoke(tmp_path):
     assert row["arena"] >= row["lower_bound"] > 0
     assert row["params"] > 0 and row["constants"] > 0
     assert row["host_steps_s"] > 0 and row["torch_steps_s"] > 0
+    assert row["fwd_macs"] > 0 and row["bwd_macs"] > 0
 
 
 def test_race_benchmark_smoke():
