@@ -394,7 +394,9 @@ def _dw_grad_input_scratch(ref: KernelCall, given: bool) -> int | None:
     p, f = ref.arg("params").value.values, _dims(ref, "filter_dims")
     if int(p["ch_mult"]) != 1 or int(f["h"]) * int(f["w"]) > DW_GRAD_TAPS:
         return None
-    return 0 if given else _count(f, "h", "w", "c") * 4
+    in_w = int(_dims(ref, "dx_dims")["w"])
+    # per input column a mask (uint64) and the kernel columns' dy columns, then w_r
+    return in_w * (8 + 4 * int(f["w"])) + (0 if given else _count(f, "h", "w", "c") * 4)
 
 
 def _conv_grad_weight_scratch(ref: KernelCall) -> int | None:

@@ -399,9 +399,9 @@ void pe_fully_connected_grad_input_f32_native(const pe_context *ctx, const float
 }
 
 /* the kernel columns kx whose tap reaches input column iw, as bits (k_w <= 64: at most
- * PE_NV_DW_TAPS taps), and their dy columns ox[kx] */
+ * PE_NV_DW_TAPS taps), and their dy columns ox[kx] (-1: none) */
 static inline uint64_t pe_nv_dw_cols(const pe_dw_conv_grad_params *params, int32_t out_w,
-                                     int32_t k_w, int32_t iw, int32_t ox[PE_NV_DW_TAPS])
+                                     int32_t k_w, int32_t iw, int32_t *ox)
 {
     uint64_t bits = 0;
     int32_t kx;
@@ -511,15 +511,22 @@ void pe_depthwise_conv2d_grad_input_f32_native(const pe_context *ctx,
     const int32_t out_h = dy_dims->h, out_w = dy_dims->w, c_n = dx_dims->c;
     const int32_t k_h = filter_dims->h, k_w = filter_dims->w;
     const int32_t in_h = dx_dims->h, in_w = dx_dims->w;
-    const float *wr = wr_const != 0 ? wr_const : (const float *)ctx->buf;   /* [tap][c] */
+    /* scratch: per input column the kernel columns that reach it (bits) and their dy columns,
+     * the same for every row; then w_r [tap][c] unless given */
+    uint64_t *cm = (uint64_t *)ctx->buf;
+    int32_t *oxs = (int32_t *)(void *)(cm + in_w);
+    float *buf = (float *)(void *)(oxs + in_w * k_w);
+    const float *wr = wr_const != 0 ? wr_const : buf;
     int32_t n, ih, iw, c, t;
     if (wr_const == 0) {
-        float *buf = (float *)ctx->buf;
         for (t = 0; t < k_h * k_w; ++t) {
             for (c = 0; c < c_n; ++c) {
                 buf[t * c_n + c] = (float)filter[t * c_n + c] * filter_scale[c];
             }
         }
+    }
+    for (iw = 0; iw < in_w; ++iw) {
+        cm[iw] = pe_nv_dw_cols(params, out_w, k_w, iw, oxs + iw * k_w);
     }
     for (n = 0; n < dx_dims->n; ++n) {
         for (ih = 0; ih < in_h; ++ih) {
@@ -537,7 +544,6 @@ void pe_depthwise_conv2d_grad_input_f32_native(const pe_context *ctx,
             for (iw = 0; iw < in_w;) {
                 float *out = dx + ((n * in_h + ih) * in_w + iw) * c_n;
                 int32_t src[PE_NV_DW_TAPS], tap[PE_NV_DW_TAPS];
-                int32_t ox[PE_NV_DW_TAPS], ox3[PE_NV_DW_TAPS];
                 const int32_t s_w = params->stride.w;
                 /* groups of four positions s_w apart: stride 1, iw .. iw + 3; stride 2, the
                  * even and the odd positions of iw .. iw + 7 */
@@ -545,11 +551,11 @@ void pe_depthwise_conv2d_grad_input_f32_native(const pe_context *ctx,
                 int32_t group = (s_w == 1 || s_w == 2) && out_w >= 3 && iw + span <= in_w;
                 int32_t g, r, kx;
                 for (g = 0; group && g < s_w; ++g) {
-                    group = pe_nv_dw_cols(params, out_w, k_w, iw + g, ox) ==
-                            pe_nv_dw_cols(params, out_w, k_w, iw + g + 3 * s_w, ox3);
+                    group = cm[iw + g] == cm[iw + g + 3 * s_w];
                 }
                 for (g = 0; g < (group ? s_w : 1); ++g) {
-                    const uint64_t cols = pe_nv_dw_cols(params, out_w, k_w, iw + g, ox);
+                    const uint64_t cols = cm[iw + g];
+                    const int32_t *ox = oxs + (iw + g) * k_w;
                     int32_t taps = 0;
                     for (r = 0; r < rows; ++r) {
                         for (kx = 0; kx < k_w; ++kx) {
