@@ -65,8 +65,8 @@ void pe_add_s8_native(const int32_t *tables, const int32_t *rq, const int8_t *in
  * filter's layout, depthwise: [tap][c]), NULL for a trained one. Input gradients of
  * convolutions with one group (scratch: w_r when it is not given, out_c * k float32, and four
  * rows of taps * out_c float32) and of FC (none: a trained filter is dequantised as it is
- * read), of depthwise convolutions (multiplier 1, at most 64 taps; w_r when not given, taps *
- * c float32); weight gradients of convolutions with one group (the input dequantised
+ * read), of depthwise convolutions (multiplier 1, at most 64 taps; per input column a uint64
+ * mask and k_w int32, then w_r when not given, taps * c float32); weight gradients of convolutions with one group (the input dequantised
  * and the trained channels' gradients gathered: (n h w c + positions * 4) float32) and of FC
  * (the input, rows * depth float32); bias gradients, masks, masked gradients, gradient sums,
  * average-pooling gradients (the quotients dy / count, one float32 per dy value), and the fp32
