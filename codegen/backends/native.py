@@ -321,7 +321,8 @@ def _body(builder: Builder) -> Builder:
     return build
 
 
-# -- fp32 backward (pe_native_grad.c: ref's signatures, ref's name plus "_native") ---------------
+# -- fp32 backward (pe_native_grad.c: ref's signatures, ref's name plus "_native"; input gradients
+# take wr_const after the filter) ------------------------------------------------------------
 DW_GRAD_TAPS = 64                  # PE_NV_DW_TAPS in native/pe_native_grad.c
 
 
