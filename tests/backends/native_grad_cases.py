@@ -52,7 +52,7 @@ def _conv_wide(rng: Rng, weight: bool) -> tc.Case:
     b = tc._Builder("fp32")
     n = int(rng.choice([1, 2]))
     h, w = int(rng.integers(2, 9)), int(rng.integers(2, 12))
-    c, o = int(rng.choice([16, 17, 24, 32, 40, 64, 70])), int(rng.choice([8, 16, 33, 64]))
+    c, o = int(rng.choice([8, 16, 17, 24, 32, 40, 64, 70])), int(rng.choice([8, 16, 33, 64]))
     k = (1, 1) if rng.random() < 0.4 else (int(rng.choice([1, 3])), int(rng.choice([3, 5])))
     while True:
         stride, dil, pad, oh, ow = tc._geometry(rng, h, w, k[0], k[1])
