@@ -3,9 +3,10 @@
 input gradients, pooling, masks) and the general ones of tests/kernels/train_cases.py, plus
 layers wide enough for several vectors and tiles of positions and trained channels (channel
 counts that are and are not multiples of 16 and 8; input gradients over frozen filters, whose
-dequantised weights are compile-time constants, and over trained ones), masks and sums long enough for the
-vector loops, and gradients holding -0.0 (and infinities and NaN for the element-wise
-kernels): their sums must keep the golden model's bits too. ``iter_cases(op_type, n, seed)`` yields (graph, inputs)."""
+dequantised weights are compile-time constants, and over trained ones), masks and sums long
+enough for the vector loops, and gradients holding -0.0 (and infinities and NaN for the
+element-wise kernels and the updates): their sums must keep the golden model's bits too.
+``iter_cases(op_type, n, seed)`` yields (graph, inputs)."""
 
 from __future__ import annotations
 

@@ -14,13 +14,12 @@ import pytest
 from codegen.backends import Target, kernel_call
 from codegen.backends.kernel_call import NullArg
 from codegen.backends.native import GRAD_BUILDERS, NATIVE
-from codegen.golden.train_kernels import build_train_kernel
 from tests.backends import native_grad_cases
 from tests.backends.native_helpers import FORMS
 
 from .c_runner import RefKernels
 from .conftest import native_library
-from .train_runner import c_array, run_op
+from .train_runner import check_train_case
 
 N_CASES = 200
 
@@ -43,24 +42,11 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
 
 def check_case(lib: RefKernels, graph, inputs, inplace: bool) -> str | None:
     """The first difference from the golden kernel (None: none): the outputs, or for an
-    update op (no outputs: it writes its parameter and state in place) every input slot after
-    the update."""
-    op = graph.ops[0]
-    golden = build_train_kernel(graph, op).run(list(inputs))
-    values = {n: c_array(graph.tensors[n].dtype, graph.tensors[n].shape, v)
-              for n, v in zip(op.inputs, inputs) if n}
-    before = {n: v.copy() for n, v in values.items()}
-    outs = run_op(lib, graph, op, values, inplace)
-    if op.outputs:
-        pairs = [(n, outs[n], w) for n, w in zip(op.outputs, golden)]
-    else:
-        assert isinstance(golden, dict) and golden, "an update op's golden gives its new state"
-        pairs = [(n, values[n], golden.get(n, before[n])) for n in values]
-    for n, got, w in pairs:
-        want = c_array(graph.tensors[n].dtype, graph.tensors[n].shape, w)
-        if not same_bits(got, want):
-            return f"{n}: C {got.reshape(-1)[:6]} golden {want.reshape(-1)[:6]}"
-    return None
+    update op every input slot after the update (train_runner.check_train_case), compared
+    by ``same_bits``."""
+    bad, compared, first = check_train_case(lib, graph, inputs, inplace, same=same_bits)
+    assert compared > 0, "nothing compared"
+    return first if bad else None
 
 
 def test_every_builder_has_cases():

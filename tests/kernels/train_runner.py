@@ -11,7 +11,7 @@ Masks (dtype ``bit``) live packed in C (LSB first); the golden model keeps bool 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -75,10 +75,11 @@ def run_op(lib: RefKernels, graph: Graph, op: Op, values: Mapping[str, np.ndarra
     return outs
 
 
-def check_train_case(lib: RefKernels, graph: Graph, inputs: list, inplace: bool = False
+def check_train_case(lib: RefKernels, graph: Graph, inputs: list, inplace: bool = False,
+                     same: Callable[[np.ndarray, np.ndarray], bool] = same_bytes
                      ) -> tuple[int, int, str]:
     """(mismatching tensors, compared tensors, first difference) of one single-op case
-    (``inplace``: see ``run_op``)."""
+    (``inplace``: see ``run_op``; ``same``: the comparison, equal bytes by default)."""
     op = graph.ops[0]
     golden = build_train_kernel(graph, op).run(list(inputs))
     values = {n: c_array(graph.tensors[n].dtype, graph.tensors[n].shape, v)
@@ -95,7 +96,7 @@ def check_train_case(lib: RefKernels, graph: Graph, inputs: list, inplace: bool 
         got = values
     bad, first = 0, ""
     for n, w in want.items():
-        if not same_bytes(got[n], w):
+        if not same(got[n], w):
             bad += 1
             if not first:
                 first = f"{n}: C {got[n].reshape(-1)[:8]} golden {w.reshape(-1)[:8]}"
