@@ -108,7 +108,7 @@ STATIC_FACTORS: dict[tuple[str, str, str], tuple[float, float, float]] = {
 def kernel_family(call: KernelCall) -> str:
     name = {body: ool for ool, body in BODIES.items()}.get(call.kernel, call.kernel)
     name = name.removeprefix("pe_")
-    for suffix in ("_cmsis", "_arm", "_hvx", "_dot", "_per_channel"):
+    for suffix in ("_cmsis", "_arm", "_hvx", "_dot", "_small", "_per_channel"):
         name = name.removesuffix(suffix)
     for dtype in ("_s8_s16", "_s8", "_f32"):
         if name.endswith(dtype):

@@ -161,9 +161,19 @@ def _conv2d(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | No
                    scratch_bytes=gemm_scratch(out_c, k_h * k_w * k_c, frozen, not direct))
 
 
+FC_SMALL_ROWS = 4                          # the small kernel row by row up to this many rows
+
+
+def fc_small(units: int, depth: int) -> bool:
+    """Whether hvx/pe_hvx_fc_small.h takes a layer (its dispatch: units per vector)."""
+    return (depth <= 32 and units <= 32 or depth <= 64 and units <= 16
+            or depth <= 512 and units <= 8)
+
+
 def _fully_connected(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
-    """One input row: the dot-product kernel over the weights as they are; several: the
-    gemm over packed weights."""
+    """One input row: the dot-product kernel over the weights as they are; a layer of few
+    units (``fc_small``), up to FC_SMALL_ROWS rows: the small kernel (inlined: specialised to
+    the layer); more rows: the gemm over packed weights."""
     view = OpArgs(graph, op, batch)
     if not view.int8_io(2):
         return None
@@ -175,12 +185,13 @@ def _fully_connected(graph: Graph, op: Op, batch: int, target: Target) -> Kernel
     assert w is not None
     units, depth = (int(v) for v in w.shape)
     rows = int(ref.arg("input_dims").value.values["n"])
-    if rows == 1:
+    small = fc_small(units, depth)
+    if rows == 1 or small and rows <= FC_SMALL_ROWS:
         m, s = _quant(ref, units)
         args = tuple(("rq", ArrayArg(int32_array("rq", rq_words(m, s)))) if n == "quant"
                      else (n, a) for n, a in ref.args)
-        return replace(ref, kernel="pe_fully_connected_s8_dot" + SUFFIX, args=args,
-                       scratch_bytes=0)
+        return replace(ref, kernel="pe_fully_connected_s8_" + ("small" if small else "dot")
+                       + SUFFIX, args=args, scratch_bytes=0)
     extra, frozen = _gemm_args(ref, graph, w.name, np.asarray, units, int(p["input_offset"]))
     filt = NullArg("const int8_t *") if frozen else ref.arg("filter")
     args = (("ctx", ref.arg("ctx")), ("params", ref.arg("params")), *extra,

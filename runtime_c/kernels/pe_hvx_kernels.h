@@ -45,12 +45,16 @@ void pe_fully_connected_s8_hvx(const pe_context *ctx, const pe_fc_params *params
                                int8_t *output);
 
 /* One sample (or a few): per unit the dot product of its weight row with the input; the
- * weights as they are (no packed copy), the input offset applied at run time. */
+ * weights as they are (no packed copy), the input offset applied at run time; no scratch. */
 void pe_fully_connected_s8_dot_hvx(const pe_context *ctx, const pe_fc_params *params,
                                    const int32_t *rq, const pe_dims *input_dims,
                                    const int8_t *input, const pe_dims *filter_dims,
                                    const int8_t *filter, const int32_t *bias,
                                    const pe_dims *output_dims, int8_t *output);
+
+/* The same for few units (at most 32 of at most 32 inputs, 16 of at most 64 or 8 of at most
+ * 512: a classifier): pe_fully_connected_s8_small_hvx, static inline in hvx/pe_hvx_fc_small.h
+ * (brought in at the end of this header when compiling for HVX). */
 
 void pe_depthwise_conv2d_s8_hvx(const pe_context *ctx, const pe_dw_conv_params *params,
                                 const int32_t *rq, const int16_t *weights, const int32_t *ksum,
@@ -145,6 +149,10 @@ void pe_sgd_update_s8_s32_hvx(const pe_sgd_params *params, const pe_update_dims 
 
 #ifdef __cplusplus
 }
+#endif
+
+#if defined(__HVX__) && __HVX_LENGTH__ == 128
+#include "hvx/pe_hvx_fc_small.h"
 #endif
 
 #endif /* PE_HVX_KERNELS_H */

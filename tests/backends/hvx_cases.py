@@ -22,6 +22,7 @@ from codegen.ir import Graph
 from tests.backends import arm_cases, cmsis_cases
 from tests.frontend.single_op import single_op_graph
 from tests.kernels.cases import (
+    ACTIVATIONS,
     CASES,
     Case,
     Rng,
@@ -96,6 +97,50 @@ def fc_long(rng: Rng) -> Case:
                                                             "keep_num_dims": False}), 1
 
 
+def fc_rows(rng: Rng) -> Case:
+    """Several rows (more than the small kernel takes): the gemm over packed weights, frozen
+    or trained, output channel counts around a block of 32, depths that are and are not
+    multiples of four."""
+    depth = int(rng.choice([3, 8, 24, 50, 64, 100, 150]))
+    units = int(rng.choice([1, 12, 31, 33, 40, 70]))
+    rows = int(rng.integers(hvx.FC_SMALL_ROWS + 1, 9))
+    xq = _act_q(rng)
+    x = _act("x", (rows, depth), "int8", xq)
+    w = _weights(rng, (units, depth), 0, "int8", per_channel=rng.random() < 0.5)
+    b = _bias(rng, units, xq.s, w, "int8")
+    y = _act("y", (rows, units), "int8", _out_q(rng, xq.s, w, depth))
+    graph = single_op_graph("fully_connected", [x, w, b], y, {
+        "activation": str(rng.choice(ACTIVATIONS)), "keep_num_dims": False})
+    return _trained(rng, graph, 0.5), 1
+
+
+def fc_small(rng: Rng) -> Case:
+    """Layers the small FC kernel takes: rows of 1 to 512 inputs around its 32-, 64- and
+    128-byte slots, 1 to 32 units around its trees' sizes, an input zero point of -128 half the time
+    (the ReLU form: no c * sum w), now and then 2 or 3 rows; and layers just past its limits
+    (the dot kernel when one row, else the gemm)."""
+    depth = int(rng.choice([1, 3, 4, 8, 17, 24, 31, 32, 33, 40, 50, 63, 64, 65, 100, 128, 129,
+                            200, 256, 300, 512]))
+    units = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 9, 10, 12, 15, 16, 17, 24, 31, 32] if depth <= 32
+                           else [1, 2, 3, 5, 8, 9, 12, 16] if depth <= 64
+                           else [1, 2, 3, 4, 5, 8]))
+    if rng.random() < 0.2:             # just past it: the dot kernel's one-row blocks
+        depth, units = ((int(rng.choice([33, 50, 64])), int(rng.choice([17, 24, 32])))
+                        if rng.random() < 0.5 else
+                        (int(rng.choice([65, 100, 513])), int(rng.choice([9, 32]))))
+    rows = 1 if rng.random() < 0.8 else int(rng.integers(2, 4))
+    xq = _act_q(rng)
+    if rng.random() < 0.5:
+        xq = type(xq)(xq.scale, -128)
+    x = _act("x", (rows, depth), "int8", xq)
+    w = _weights(rng, (units, depth), 0, "int8", per_channel=rng.random() < 0.5)
+    b = _bias(rng, units, xq.s, w, "int8") if rng.random() < 0.85 else None
+    y = _act("y", (rows, units), "int8", _out_q(rng, xq.s, w, depth))
+    graph = single_op_graph("fully_connected", [x, w, b], y, {
+        "activation": str(rng.choice(ACTIVATIONS)), "keep_num_dims": False})
+    return _trained(rng, graph), 1
+
+
 def _int8(build: Callable[[Rng], Case]) -> Callable[[Rng], Case]:
     def make(rng: Rng) -> Case:
         while True:
@@ -109,7 +154,7 @@ FAMILIES: dict[str, list[tuple[float, Callable[[Rng], Case]]]] = {
     "conv2d": [(0.5, conv_blocks), (0.5, conv_any)],
     "depthwise_conv2d": [(0.4, dw_channels), (0.3, lambda rng: cmsis_cases.case(
         "depthwise_conv2d", rng)), (0.15, arm_cases.dw_window), (0.15, arm_cases.dw_ties)],
-    "fully_connected": [(1.0, fc_trained)],
+    "fully_connected": [(0.35, fc_trained), (0.45, fc_small), (0.2, fc_rows)],
     "avg_pool2d": [(1.0, _int8(CASES["avg_pool2d"]))],
     "max_pool2d": [(1.0, _int8(CASES["max_pool2d"]))],
     "add": [(1.0, lambda rng: cmsis_cases.case("add", rng))],
@@ -133,7 +178,14 @@ def path(graph: Graph, batch: int) -> str:
     assert call is not None
     if call.kernel == "pe_fully_connected_s8_dot_hvx":
         depth = int(graph.tensors[op.inputs[1]].shape[1])
-        return "fc-dot" + ("-long" if depth > 128 else "")
+        return "fc-dot" + ("-long" if depth > 128 else "-short")
+    if call.kernel == "pe_fully_connected_s8_small_hvx":
+        depth = int(graph.tensors[op.inputs[1]].shape[1])
+        rows = int(call.arg("input_dims").value.values["n"])
+        relu = call.arg("params").value.values["input_offset"] == 128
+        return ("fc-small-" + ("32" if depth <= 32 else "64" if depth <= 64 else "128")
+                + ("-relu" if relu else "")
+                + ("-rows" if rows > 1 else ""))
     if op.type in ("conv2d", "fully_connected"):
         w = graph.tensors[op.inputs[1]]
         out_c, k = int(w.shape[0]), int(np.prod(w.shape[1:]))

@@ -33,14 +33,16 @@ from . import hvx_cases, hvx_train_cases
 pytestmark = pytest.mark.emulator
 
 BOARDS = ("hexagon-v66", "hexagon-v67")
-N_PER_OP = {"conv2d": 120, "depthwise_conv2d": 80, "fully_connected": 40, "avg_pool2d": 30,
+N_PER_OP = {"conv2d": 120, "depthwise_conv2d": 80, "fully_connected": 100, "avg_pool2d": 30,
             "max_pool2d": 30, "add": 30, "mul": 30}
 IMAGE_BYTES = 512 * 1024
 HVX_SOURCES = sorted((KERNELS_DIR / "hvx").glob("*.c"))
 # kernel paths every run must reach (a path or its prefix, hvx_cases.path)
 PATHS = {"conv-direct-packed", "conv-direct-trained", "conv-gathered-packed",
          "conv-gathered-trained", "conv-gathered-wide", "conv-direct-packed-odd-blocks", "conv-gathered-packed-tail",
-         "fc-packed-odd-blocks", "fc-trained-odd-blocks", "fc-dot", "fc-dot-long",
+         "fc-packed-odd-blocks", "fc-trained-odd-blocks", "fc-dot-short", "fc-dot-long",
+         "fc-small-32", "fc-small-32-relu", "fc-small-64", "fc-small-64-relu",
+         "fc-small-32-rows", "fc-small-64-rows", "fc-small-128", "fc-small-128-relu",
          "dw-flat-one", "dw-flat-many", "dw-pixel-one", "dw-pixel-many", "dw-flat-one-trained",
          "dw-pixel-many-trained", "avg_pool2d",
          "max_pool2d", "add", "mul"}
@@ -58,9 +60,12 @@ def cases(target: Target) -> list[tuple]:
     return out
 
 
-def run_cases(board: Board, chunk: list[tuple], target: Target, out: Path
-              ) -> list[tuple[int, int]]:
-    """Build one image of ``chunk`` for ``board``, run it; (printed, expected) hashes."""
+def run_cases(board: Board, chunk: list[tuple], target: Target, out: Path,
+              optimise: bool = False) -> list[tuple[int, int]]:
+    """Build one image of ``chunk`` for ``board``, run it; (printed, expected) hashes.
+    ``optimise``: the case functions compiled at -O2 too (else clang leaves them unoptimised,
+    see train_target): kernels inlined into them then fold the case's constant shapes as they
+    do in a generated model."""
     batches = {id(g): b for g, _, b, _ in chunk}
 
     def record(graph, inputs):
@@ -73,6 +78,8 @@ def run_cases(board: Board, chunk: list[tuple], target: Target, out: Path
                              headers=("pe_hvx_kernels.h",), fill=0x5A)
     out.mkdir(parents=True, exist_ok=True)
     harness = out / "cases.c"
+    if optimise:
+        src = src.replace("__attribute__((optnone, noinline))", "__attribute__((noinline))")
     harness.write_text(src.replace("@ENTRY@", '#include "pe_runtime.h"'))
     elf = cross_compile(board, [harness, *HVX_SOURCES],
                         [KERNELS_DIR, KERNELS_DIR / "hvx", KERNELS_DIR / "ref"], out,
@@ -97,6 +104,15 @@ def test_hvx_kernels_bit_exact_on_the_dsp(name, tmp_path):
             if got != want:
                 bad[label] = bad.get(label, 0) + 1
     assert not bad, f"{name}: cases that differ from the golden model: {bad}"
+    # the small FC kernel is inlined where it is called: in a model, with constant shapes
+    small = [c for c in taken if c[3].startswith("fc-small")]
+    assert len(small) > 30
+    for (_, _, _, label), (got, want) in zip(
+            small, run_cases(board, small, target, tmp_path / "small", optimise=True),
+            strict=True):
+        if got != want:
+            bad[label] = bad.get(label, 0) + 1
+    assert not bad, f"{name}: inlined small FC cases that differ from the golden model: {bad}"
 
 
 # -- the int8 backward --------------------------------------------------------------------------
