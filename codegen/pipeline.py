@@ -43,6 +43,7 @@ from .model_store import (  # the model file's stages live with it; re-exported
     quantize,
 )
 from .partial import partial_report, partial_weights, split_partial
+from .pool_grads import fuse_pool_grads, pool_grad_report
 from .render import Lowered, LoweredGraph, RenderedProject, SourceInfo, render_project
 from .render.device import HARNESS_RAM_BYTES  # what the harness keeps in RAM (re-exported)
 from .render.embed import device_data
@@ -158,6 +159,30 @@ def plan_project(graph: Graph, tg: Graph | None, board: Any = None, backend: str
                  pins: Mapping[str, str] | None = None, cost: Any = None,
                  streaming: Any = "auto", blocking: Any = "auto", partial: Any = "auto"
                  ) -> tuple[LoweredGraph, LoweredGraph | None]:
+    """``_plan_stages`` of the project; with the blocked-update stage on (``blocking``), also
+    of the training graph with its classifier heads' backward fused (``codegen.pool_grads``:
+    the same bits, one position at a time), kept when that needs less RAM (arena and
+    parameters). The training plan's ``stream`` says what was fused (``pooled_backward``)."""
+    out = _plan_stages(graph, tg, board, backend, pins, cost, streaming, blocking, partial)
+    if tg is None:
+        return out
+    bmode = block_mode(blocking)
+    fused = fuse_pool_grads(tg) if bmode != "off" else tg
+    if fused is not tg:
+        alt = _plan_stages(graph, fused, board, backend, pins, cost, streaming, blocking,
+                           partial)
+        assert alt[1] is not None and out[1] is not None
+        if _project_ram([alt[0], alt[1]]) < _project_ram([out[0], out[1]]):
+            out = alt
+    train = out[1]
+    assert train is not None
+    info = {"mode": bmode, "heads": pool_grad_report(train.graph)}
+    return out[0], dc_replace(train, stream={**train.stream, "pooled_backward": info})
+
+
+def _plan_stages(graph: Graph, tg: Graph | None, board: Any, backend: str,
+                 pins: Mapping[str, str] | None, cost: Any, streaming: Any, blocking: Any,
+                 partial: Any) -> tuple[LoweredGraph, LoweredGraph | None]:
     """lower + plan of a project's graphs, the inference graph (beside the training graph
     ``tg``) and ``tg``, with the blocked-update stage (``blocking``: auto | off; auto: the
     weight gradients that ``codegen.blocks`` can split are computed and applied in the fewest

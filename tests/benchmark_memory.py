@@ -3,7 +3,8 @@
 Per model, trainable set and board, without and with the memory stages (the stream stage:
 frozen chains of convolutions run in row bands, ``compile --no-stream``; the blocked-update
 stage: weight gradients computed and applied in blocks of output channels, ``compile
---no-block-updates``; the partial-weight stage: only the trained channels of a weight in RAM,
+--no-block-updates``, which also turns off the fused classifier-head backward; the
+partial-weight stage: only the trained channels of a weight in RAM,
 ``compile --no-partial-weights``; each where it lowers the arena or RAM, docs/memory.md): the arena the planner placed and the schedule's lower bound (the
 bound for this op granularity: streaming moves it), the inference graph's arena (the project's
 arena is the larger of the two), the parameters with their optimizer state, the stack the
@@ -105,6 +106,9 @@ def measure(key: str, work: Path, mode: str = "auto") -> dict[str, Any] | None:
                               f"{u['block_bytes']:,} B ({u['gradient_bytes']:,} B whole)"
                               for u in ((st["train"] or {}).get("update_blocks") or {})
                               .get("updates", [])]
+            row["fused"] = [f"{h['layer']} ({h['gradient_bytes']:,} B of gradient never whole)"
+                            for h in ((st["train"] or {}).get("pooled_backward") or {})
+                            .get("heads", [])]
             row["partial"] = [f"{w['weight']} {w['channels']}/{w['total_channels']} channels "
                               f"in RAM ({w['flash_bytes']:,} B in flash)"
                               for w in ((st["train"] or {}).get("partial_weights") or {})
@@ -131,6 +135,9 @@ def format_table(rows: list[dict[str, Any]]) -> str:
                              + ", ".join(ops))
         if r.get("blocked"):
             lines.append(f"  {r['model']} ({r['stream']}) updates " + "; ".join(r["blocked"]))
+        if r.get("fused"):
+            lines.append(f"  {r['model']} ({r['stream']}) head backward fused: "
+                         + "; ".join(r["fused"]))
         if r.get("partial"):
             lines.append(f"  {r['model']} ({r['stream']}) partial weights: "
                          + "; ".join(r["partial"]))

@@ -313,6 +313,22 @@ def _bias_grad(v: _TrainOp) -> KernelCall:
         *_grad(v, ins, "dy"), *_grad(v, outs, "db", True)])
 
 
+def _pool_conv_grad(v: _TrainOp) -> KernelCall:
+    ins = v.ins("g", "mask", "filter")
+    outs = v.outs("dx", "db")
+    g, w, dx = ins["g"], ins["filter"], outs["dx"]
+    if v.int8:
+        raise v.error("pool_conv_grad is an fp32 backward op")
+    if w.dtype != "int8" or tuple(w.shape[1:3]) != (1, 1):
+        raise v.error(f"weight {w.name!r} must be an int8 1x1 filter")
+    n_out = int(w.shape[0])
+    return v.call("pe_pool_conv_grad_f32", [
+        ("filter_scale", ArrayArg(_f32_array("filter_scale", v.weight_scales(w, n_out)))),
+        ("g", _t(g)), ("mask", _t(ins["mask"])), ("filter", _t(w)),
+        ("dx_dims", StructArg(dims(dx.shape))), ("n_out", ScalarArg("int32_t", n_out)),
+        ("dx", _t(dx, True)), ("db", _t(outs["db"], True))])
+
+
 # -- pooling ------------------------------------------------------------------------------------------
 def _pool_grad(v: _TrainOp) -> KernelCall:
     avg = v.op.type == "avg_pool2d_grad"
@@ -684,6 +700,7 @@ TRAIN_CALL_BUILDERS: dict[str, Callable[[_TrainOp], KernelCall]] = {
     "adam_update": _update,
     "step_counter": _step_counter,
     "merge_channels": _merge_channels,
+    "pool_conv_grad": _pool_conv_grad,
 }
 
 

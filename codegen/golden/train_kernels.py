@@ -237,6 +237,24 @@ def _b_bias_grad(v: _View):
     return run
 
 
+def _b_pool_conv_grad(v: _View):
+    """The ops it stands for, one after the other (codegen.pool_grads): the global average
+    pool's gradient, the mask, the bias gradient and the 1x1 conv's input gradient."""
+    if v.int8:
+        raise v.error("pool_conv_grad is an fp32 backward op")
+    x_shape = v.out(0).shape
+    hw = tuple(int(d) for d in x_shape[1:3])
+    s_w = v.scales(v.t(2))
+
+    def run(vals):
+        dy = tg.avg_pool2d_grad_f32(vals[0], x_shape[:3] + (v.t(0).shape[3],), hw, hw,
+                                    (0, 0, 0, 0))
+        dy = tg.mask_grad_f32(dy, vals[1])
+        return (tc.conv2d_grad_input_f32(dy, np.asarray(vals[2]), s_w, x_shape, (1, 1),
+                                         (1, 1), (0, 0, 0, 0)), tc.bias_grad_f32(dy))
+    return run
+
+
 def _dy_grad(v: _View, i8: Callable, f32: Callable, *args, second: bool = False):
     """The common gradient kernel: dy (int8: with its exponent), with ``second`` the op's next
     input (a forward tensor, after dy's exponent in int8 mode), then ``args``:
@@ -484,6 +502,7 @@ TRAIN_KERNEL_BUILDERS: dict[str, Callable[[_View], Callable]] = {
     "adam_update": _b_update,
     "step_counter": _b_step_counter,
     "merge_channels": _b_merge_channels,
+    "pool_conv_grad": _b_pool_conv_grad,
 }
 
 

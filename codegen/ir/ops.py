@@ -128,6 +128,9 @@ TRAINING_OP_SPECS: dict[str, OpSpec] = {
     "reshape_grad": OpSpec(1, 2, 1, _FWD, 1),
     "softmax_grad": OpSpec(2, 3, 1, _FWD + ("beta",), 1),                   # dy,[e],y
     "grad_add": OpSpec(2, 4, 1, ("mode",), 1),                              # g1,[e1],g2,[e2]
+    # fp32 only (codegen.pool_grads): a global average pool's gradient g [N,1,1,O] through the
+    # ReLU mask [N,H,W,O] of the 1x1 conv (weight [O,1,1,C]) before it -> dx [N,H,W,C], db [O]
+    "pool_conv_grad": OpSpec(3, 3, 2, ("forward", "mode")),                 # g,mask,w
     "sgd_update": OpSpec(3, len(UPDATE_INPUTS), 0, _UPDATE_ATTRS + ("momentum",)),
     "adam_update": OpSpec(3, len(UPDATE_INPUTS), 0, _UPDATE_ATTRS + ("beta1", "beta2", "eps")),
     "step_counter": OpSpec(1, 3, 0, ("updates", "accumulate", "schedule")),  # step,[lr],[pows]

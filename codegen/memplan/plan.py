@@ -157,12 +157,15 @@ class MemoryPlan:
 
 def _pack(graph: Graph, names: Sequence[str], pool: str, alignment: int,
           out: dict[str, Placement]) -> int:
+    """Tensors one after the other, each at a multiple of ``alignment``, but a scalar (at most
+    4 bytes: a step or saturation counter) at a multiple of 4 only, beside the one before."""
     off = 0
     for t in names:
         nb = graph.tensors[t].nbytes
+        off = align_up(off, alignment if nb > 4 else 4)
         out[t] = Placement(pool, off, nb)
-        off += align_up(nb, alignment)
-    return off
+        off += nb
+    return align_up(off, alignment)
 
 
 def plan_memory(graph: Graph, schedule: Schedule | None = None, *, keep_order: bool = False,

@@ -138,6 +138,15 @@ void pe_fully_connected_grad_weight_s8(const pe_context *ctx,
 
 /* db[c] = sum over the num_rows rows of dy (row_size = channels). */
 void pe_bias_grad_f32(int32_t num_rows, int32_t row_size, const float *dy, float *db);
+
+/* The fp32 backward of a 1x1 conv (n_out output channels, int8 filter [n_out][C], per-channel
+ * filter_scale) with a ReLU mask (bits, [N][H][W][n_out]) under a global average pool, from the
+ * pool's gradient g [N][n_out], position by position: dy = mask ? 0 + g / (H * W) : 0, db =
+ * sum of dy over the positions, dx (dx_dims) = dy times the dequantised filter, summed over
+ * the output channels in order; dy never exists whole (codegen/pool_grads.py). */
+void pe_pool_conv_grad_f32(const float *filter_scale, const float *g, const uint8_t *mask,
+                           const int8_t *filter, const pe_dims *dx_dims, int32_t n_out,
+                           float *dx, float *db);
 void pe_bias_grad_s8(int32_t num_rows, int32_t row_size, const int8_t *dy,
                      const int32_t *dy_exp, int32_t *db, int32_t *db_exp);
 

@@ -4,7 +4,7 @@ docs/training.md in both backward modes, general in shape.
 ``TRAIN_CASES[op_type](rng, mode) -> (graph, values)``: a graph holding one training op named
 "op" (attributes as codegen.train sets them) and one value per op input (``None`` for an
 absent ``""`` input; masks as bool arrays, exponents as int32 ``(1,)``), or ``None`` when the
-op has no kernel in that mode (adam_update in int8 mode).
+op has no kernel in that mode (FP32_ONLY: adam_update, pool_conv_grad in int8 mode).
 """
 
 from __future__ import annotations
@@ -407,6 +407,24 @@ def _grad_add(rng: Rng, mode: str) -> Case:
     return b.op("grad_add", b.grad_outputs("g", shape), {"mode": mode})
 
 
+def _pool_conv_grad(rng: Rng, mode: str) -> Case | None:
+    """A classifier head's fused backward (fp32 only): a global pool's gradient, a ReLU
+    mask of any density, a 1x1 filter per tensor or per channel."""
+    if mode == "int8":
+        return None
+    b = _Builder(mode)
+    n, h, w = int(rng.choice([1, 1, 2])), int(rng.integers(1, 5)), int(rng.integers(1, 5))
+    o, c = int(rng.integers(1, 40)), int(rng.integers(1, 30))
+    b.grad_input(rng, "g", (n, 1, 1, o))
+    b.add_input("mask", (n, h, w, o), "bit", rng.random((n, h, w, o)) < rng.uniform(0, 1))
+    wq = _weight_q(rng, o, 0, rng.random() < 0.8)
+    b.add_input("w", (o, 1, 1, c), "int8", rng.integers(-127, 128, size=(o, 1, 1, c))
+                .astype(np.int8), wq, Role.WEIGHT, const=True)
+    outs = [b.tensor("dx", (n, h, w, c), "float32", Role.GRADIENT),
+            b.tensor("db", (o,), "float32", Role.GRADIENT)]
+    return b.op("pool_conv_grad", outs, {"mode": mode, "forward": "f"})
+
+
 def _merge_channels(rng: Rng, mode: str) -> Case:
     """A partial trainable weight put back together (codegen.partial): conv OHWI or FC
     (O, I), any subset of at least one trained and one frozen row, runs of every length."""
@@ -618,4 +636,7 @@ TRAIN_CASES: dict[str, Callable[[Rng, str], Case | None]] = {
     "adam_update": lambda r, m: _update(r, m, "adam_update"),
     "step_counter": _step_counter,
     "merge_channels": _merge_channels,
+    "pool_conv_grad": _pool_conv_grad,
 }
+# ops with an fp32 kernel only (their builders return None in int8 mode)
+FP32_ONLY = frozenset({"adam_update", "pool_conv_grad"})
