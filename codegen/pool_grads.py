@@ -13,9 +13,9 @@ float32, 80 KiB, the largest tensor of its backward. Those four ops become one
 ``pool_conv_grad`` (g, mask, w) -> (dx, db) that works one position at a time: each
 position's gradient row is made, added to the bias gradient and multiplied into that
 position's input gradient, in the order of the ops it replaces, so the result is the same
-bits (the golden model runs the four ops' functions one after the other; the C kernel,
-runtime_c/kernels/ref/pe_pool_conv_grad_f32.c, the same float32 operations in the same
-order).
+bits (the golden model runs the four ops' functions one after the other; the C kernels,
+runtime_c/kernels/ref/pe_pool_conv_grad_f32.c and the arm backend's
+pe_pool_conv_grad_f32_arm, the same float32 operations in the same order).
 
 **What is fused**: in an fp32 training graph, an avg_pool2d_grad whose output has one window
 (the pool's gradient is N x 1 x 1) and no padding, read only by a mask_grad, whose output is
@@ -23,7 +23,7 @@ read only by a bias_grad and a conv2d_grad_input of a 1x1 conv (stride 1, no pad
 dilation, one group); none of the tensors between them a graph output. The fused op takes the
 place of the pool's gradient op.
 
-**When**: ``pipeline.plan_project`` fuses when it lowers the training arena (with the blocked
+**When**: ``pipeline.plan_project`` fuses when it lowers the project's RAM (with the blocked
 updates, ``compile --no-block-updates`` turns both off).
 """
 

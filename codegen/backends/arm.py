@@ -58,6 +58,7 @@ from .kernel_call import (
     Arg,
     ArrayArg,
     ConstArray,
+    ContextArg,
     ExprArg,
     FunctionArg,
     KernelCall,
@@ -779,6 +780,20 @@ def _grad_input(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall 
     return replace(ref, kernel=ref.kernel + SUFFIX, scratch_bytes=scratch)
 
 
+def _pool_conv_grad(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
+    """The fused head backward as the pointwise input gradient, a block of output channels'
+    dy rows made at a time (scratch: the w_r block, the pool's gradient over its count, the
+    block's dy rows)."""
+    ref = _fp32_train(graph, op, batch)
+    if ref is None:
+        return None
+    dx, n_out = _struct(ref, "dx_dims"), int(ref.arg("n_out").value)
+    rows = int(dx["n"]) * int(dx["h"]) * int(dx["w"])
+    return replace(ref, kernel=ref.kernel + SUFFIX, args=(("ctx", ContextArg()), *ref.args),
+                   scratch_bytes=4 * (8 * GRAD_OB + int(dx["n"]) * n_out
+                                      + rows * min(n_out, GRAD_OB)))
+
+
 def _grad_weight(graph: Graph, op: Op, batch: int, target: Target) -> KernelCall | None:
     ref = _fp32_train(graph, op, batch)
     if ref is None:
@@ -957,6 +972,7 @@ TRAIN_BUILDERS: dict[str, Builder] = {
     "fully_connected_grad_weight": _grad_weight,
     "depthwise_conv2d_grad_input": _first(_dw_grad_input, _dw_grad_input_s8),
     "avg_pool2d_grad": _avg_pool_grad,
+    "pool_conv_grad": _pool_conv_grad,
     # partial trainable weights: the two parts merged a word at a time
     "merge_channels": _merge_rows,
 }

@@ -154,6 +154,11 @@ void pe_conv2d_grad_input_f32_arm(const pe_context *ctx, const pe_conv_grad_para
                                   const float *filter_scale, const pe_dims *dy_dims,
                                   const float *dy, const pe_dims *filter_dims,
                                   const int8_t *filter, const pe_dims *dx_dims, float *dx);
+/* The fused head backward: pe_train_kernels.h's pe_pool_conv_grad_f32 with a scratch of
+ * 4 * (8 * 64 + N * n_out + N * H * W * min(n_out, 64)) bytes (codegen/backends/arm.py). */
+void pe_pool_conv_grad_f32_arm(const pe_context *ctx, const float *filter_scale,
+                               const float *g, const uint8_t *mask, const int8_t *filter,
+                               const pe_dims *dx_dims, int32_t n_out, float *dx, float *db);
 void pe_fully_connected_grad_input_f32_arm(const pe_context *ctx, const float *filter_scale,
                                            const pe_dims *dy_dims, const float *dy,
                                            const pe_dims *filter_dims, const int8_t *filter,

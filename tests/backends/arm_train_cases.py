@@ -268,6 +268,23 @@ def _merge_channels(rng: Rng) -> tc.Case:
             return graph, inputs
 
 
+def _pool_conv_grad(rng: Rng) -> tc.Case:
+    """The fused head backward: output channels around the 64-channel blocks of the w_r
+    buffer, input channels around eight, one or two samples of 1 to 4 x 4 positions."""
+    b = tc._Builder("fp32")
+    n, h, w = int(rng.choice([1, 1, 2])), int(rng.integers(1, 5)), int(rng.integers(1, 5))
+    o = int(rng.choice([1, 5, 63, 64, 65, 130]))
+    c = int(rng.choice([1, 7, 8, 9, 16, 24, 56]))
+    b.grad_input(rng, "g", (n, 1, 1, o))
+    b.add_input("mask", (n, h, w, o), "bit", rng.random((n, h, w, o)) < rng.uniform(0, 1))
+    wq = tc._weight_q(rng, o, 0, rng.random() < 0.8)
+    b.add_input("w", (o, 1, 1, c), "int8", rng.integers(-127, 128, (o, 1, 1, c))
+                .astype(np.int8), wq, Role.WEIGHT, const=True)
+    outs = [b.tensor("dx", (n, h, w, c), "float32", Role.GRADIENT),
+            b.tensor("db", (o,), "float32", Role.GRADIENT)]
+    return b.op("pool_conv_grad", outs, {"mode": "fp32", "forward": "f"})
+
+
 FAMILIES: dict[str, Callable[[Rng], tc.Case]] = {
     "sgd_update": _sgd_update,
     "mask_grad": _mask_grad,
@@ -281,6 +298,7 @@ FAMILIES: dict[str, Callable[[Rng], tc.Case]] = {
     "depthwise_conv2d_grad_input": _dw_grad_input,
     "avg_pool2d_grad": _avg_pool_grad,
     "merge_channels": _merge_channels,
+    "pool_conv_grad": _pool_conv_grad,
 }
 OPS = tuple(FAMILIES)
 

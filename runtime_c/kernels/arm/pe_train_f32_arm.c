@@ -27,11 +27,61 @@ enum { PE_ARM_OB = 64 };                 /* output channels per block of the gra
 
 static const float pe_arm_zero8[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
 
+/* w_r rows o0 .. o0 + ob - 1, input channels c0 .. c0 + cw - 1 (cw <= 8; zeros after), as ob
+ * rows of eight floats in b. */
+static void pe_arm_wr_block(float *b, const int8_t *w, const float *scale, int32_t o0,
+                            int32_t ob, int32_t c0, int32_t cw, int32_t in_c)
+{
+    int32_t o, j;
+    for (o = 0; o < ob; ++o, b += 8) {
+        const int8_t *row = w + (o0 + o) * in_c + c0;
+        const float s = scale[o0 + o];
+        if (cw == 8) {
+            b[0] = (float)row[0] * s;
+            b[1] = (float)row[1] * s;
+            b[2] = (float)row[2] * s;
+            b[3] = (float)row[3] * s;
+            b[4] = (float)row[4] * s;
+            b[5] = (float)row[5] * s;
+            b[6] = (float)row[6] * s;
+            b[7] = (float)row[7] * s;
+        } else {
+            for (j = 0; j < 8; ++j) {
+                b[j] = j < cw ? (float)row[j] * s : 0.0f;
+            }
+        }
+    }
+}
+
+/* dx[p, c0 .. c0 + cw - 1] += sum over the block's ob channels of g[p * stride + o] * w_r
+ * (buf, pe_arm_wr_block) for p < rows, from +0.0f when first. */
+static void pe_arm_dx_rows(float *dx, const float *g, int32_t stride, const float *buf,
+                           int32_t rows, int32_t ob, int32_t c0, int32_t cw, int32_t in_c,
+                           int32_t first)
+{
+    int32_t p, j;
+    for (p = 0; p < rows; ++p) {
+        float *out = dx + p * in_c + c0;
+        if (cw == 8) {
+            pe_arm_f32_axpy8(first ? pe_arm_zero8 : out, out, g + p * stride, buf, ob);
+        } else {
+            float acc[8];
+            for (j = 0; j < 8; ++j) {
+                acc[j] = (first || j >= cw) ? 0.0f : out[j];
+            }
+            pe_arm_f32_axpy8(acc, acc, g + p * stride, buf, ob);
+            for (j = 0; j < cw; ++j) {
+                out[j] = acc[j];
+            }
+        }
+    }
+}
+
 /* dx[p, c] = sum over o of dy[p, o] * (float(w[o, c]) * scale[o]) for p < rows, c < in_c */
 static void pe_arm_dx_f32(float *buf, const float *dy, const int8_t *w, const float *scale,
                           float *dx, int32_t rows, int32_t out_c, int32_t in_c)
 {
-    int32_t c0, o0, p, o, j;
+    int32_t c0, o0;
     if (rows == 1) {                 /* one position: convert the weights on the way */
         for (c0 = 0; c0 + 8 <= in_c; c0 += 8) {
             pe_arm_f32_axpy8_s8(pe_arm_zero8, dx + c0, dy, w + c0, in_c, scale, out_c);
@@ -46,41 +96,8 @@ static void pe_arm_dx_f32(float *buf, const float *dy, const int8_t *w, const fl
         const int32_t cw = in_c - c0 < 8 ? in_c - c0 : 8;
         for (o0 = 0; o0 < out_c; o0 += PE_ARM_OB) {
             const int32_t ob = out_c - o0 < PE_ARM_OB ? out_c - o0 : PE_ARM_OB;
-            for (o = 0; o < ob; ++o) {
-                const int8_t *row = w + (o0 + o) * in_c + c0;
-                const float s = scale[o0 + o];
-                float *b = buf + 8 * o;
-                if (cw == 8) {
-                    b[0] = (float)row[0] * s;
-                    b[1] = (float)row[1] * s;
-                    b[2] = (float)row[2] * s;
-                    b[3] = (float)row[3] * s;
-                    b[4] = (float)row[4] * s;
-                    b[5] = (float)row[5] * s;
-                    b[6] = (float)row[6] * s;
-                    b[7] = (float)row[7] * s;
-                } else {
-                    for (j = 0; j < 8; ++j) {
-                        b[j] = j < cw ? (float)row[j] * s : 0.0f;
-                    }
-                }
-            }
-            for (p = 0; p < rows; ++p) {
-                float *out = dx + p * in_c + c0;
-                if (cw == 8) {
-                    pe_arm_f32_axpy8(o0 == 0 ? pe_arm_zero8 : out, out, dy + p * out_c + o0, buf,
-                                     ob);
-                } else {
-                    float acc[8];
-                    for (j = 0; j < 8; ++j) {
-                        acc[j] = (o0 == 0 || j >= cw) ? 0.0f : out[j];
-                    }
-                    pe_arm_f32_axpy8(acc, acc, dy + p * out_c + o0, buf, ob);
-                    for (j = 0; j < cw; ++j) {
-                        out[j] = acc[j];
-                    }
-                }
-            }
+            pe_arm_wr_block(buf, w, scale, o0, ob, c0, cw, in_c);
+            pe_arm_dx_rows(dx, dy + o0, out_c, buf, rows, ob, c0, cw, in_c, o0 == 0);
         }
     }
 }
@@ -395,6 +412,54 @@ void pe_avg_pool2d_grad_f32_arm(const pe_context *ctx, const pe_pool_grad_params
                     }
                 }
             }
+        }
+    }
+}
+
+/* The classifier head's fused backward (pe_train_kernels.h pe_pool_conv_grad_f32): the bias
+ * gradient position by position, then the input gradient as the pointwise one above, a block
+ * of output channels at a time: the block's dy rows made once from the mask and g / count
+ * (dy itself never exists), then every eight input channels' w_r and sums. For each dx
+ * element the blocks come in channel order, as in pe_arm_dx_f32: the same sums. Scratch: the
+ * w_r block, q = g / count, the block's dy rows (rows x 64 floats). */
+void pe_pool_conv_grad_f32_arm(const pe_context *ctx, const float *filter_scale,
+                               const float *g, const uint8_t *mask, const int8_t *filter,
+                               const pe_dims *dx_dims, int32_t n_out, float *dx, float *db)
+{
+    const int32_t positions = dx_dims->h * dx_dims->w, rows = dx_dims->n * positions;
+    const int32_t in_c = dx_dims->c;
+    const float count = (float)positions;
+    float *const buf = (float *)ctx->buf;
+    float *const q = buf + 8 * PE_ARM_OB;
+    float *const dyb = q + dx_dims->n * n_out;
+    int32_t i, p, o, o0, c0;
+    for (i = 0; i < dx_dims->n * n_out; ++i) {
+        q[i] = g[i] / count;
+    }
+    for (o = 0; o < n_out; ++o) {
+        db[o] = 0.0f;
+    }
+    for (p = 0; p < rows; ++p) {
+        const float *qn = q + (p / positions) * n_out;
+        for (o = 0; o < n_out; ++o) {
+            i = p * n_out + o;
+            db[o] = db[o] + (((mask[i >> 3] >> (i & 7)) & 1u) != 0u ? 0.0f + qn[o] : 0.0f);
+        }
+    }
+    for (o0 = 0; o0 < n_out; o0 += PE_ARM_OB) {
+        const int32_t ob = n_out - o0 < PE_ARM_OB ? n_out - o0 : PE_ARM_OB;
+        for (p = 0; p < rows; ++p) {
+            const float *qn = q + (p / positions) * n_out + o0;
+            float *d = dyb + p * ob;
+            for (o = 0; o < ob; ++o) {
+                i = p * n_out + o0 + o;
+                d[o] = ((mask[i >> 3] >> (i & 7)) & 1u) != 0u ? 0.0f + qn[o] : 0.0f;
+            }
+        }
+        for (c0 = 0; c0 < in_c; c0 += 8) {
+            const int32_t cw = in_c - c0 < 8 ? in_c - c0 : 8;
+            pe_arm_wr_block(buf, filter, filter_scale, o0, ob, c0, cw, in_c);
+            pe_arm_dx_rows(dx, dyb, ob, buf, rows, ob, c0, cw, in_c, o0 == 0);
         }
     }
 }
