@@ -48,6 +48,7 @@ RANKS = {
     "stream": 4,  # the stream pass: fuses frozen chains of a (training) graph before lowering
     "blocks": 4,  # the blocked-update pass: splits weight gradients of a training graph
     "partial": 4,  # the partial-weight pass: trained channels in RAM, frozen ones in flash
+    "pool_grads": 4,  # the pooled-backward pass: a classifier head's backward fused
     "summary": 4,  # layer and MAC counts of a (training) graph
     "backends": 5,
     "schedule": 6,
