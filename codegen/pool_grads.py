@@ -38,19 +38,9 @@ OP = "pool_conv_grad"
 __all__ = ["OP", "fuse_pool_grads", "pool_grad_heads", "pool_grad_report"]
 
 
-def _readers(graph: Graph) -> dict[str, list[Op]]:
-    out: dict[str, list[Op]] = {}
-    for op in graph.ops:
-        for t in set(op.inputs):
-            if t:
-                out.setdefault(t, []).append(op)
-    return out
-
-
 def pool_grad_heads(graph: Graph) -> list[tuple[Op, Op, Op, Op]]:
     """(avg_pool2d_grad, mask_grad, bias_grad, conv2d_grad_input) of each head the pass can
     fuse (see the module docstring), in graph order."""
-    readers = _readers(graph)
     outputs = set(graph.outputs)
     heads = []
     for a in graph.ops:
@@ -60,12 +50,12 @@ def pool_grad_heads(graph: Graph) -> list[tuple[Op, Op, Op, Op]]:
         if len(g.shape) != 4 or tuple(g.shape[1:3]) != (1, 1) \
                 or any(int(p) for p in a.attrs.get("padding", (0, 0, 0, 0))):
             continue
-        ms = readers.get(a_out, [])
+        ms = graph.consumers(a_out)
         if len(ms) != 1 or ms[0].type != "mask_grad" or ms[0].inputs[0] != a_out \
                 or len(ms[0].inputs) != 2:
             continue
         m = ms[0]
-        rs = readers.get(m.outputs[0], [])
+        rs = graph.consumers(m.outputs[0])
         b = next((r for r in rs if r.type == "bias_grad"), None)
         c = next((r for r in rs if r.type == "conv2d_grad_input"), None)
         if b is None or c is None or len(rs) != 2 or b.inputs != (m.outputs[0],) \

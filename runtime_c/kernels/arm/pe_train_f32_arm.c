@@ -416,10 +416,10 @@ void pe_avg_pool2d_grad_f32_arm(const pe_context *ctx, const pe_pool_grad_params
     }
 }
 
-/* The classifier head's fused backward (pe_train_kernels.h pe_pool_conv_grad_f32): the bias
- * gradient position by position, then the input gradient as the pointwise one above, a block
- * of output channels at a time: the block's dy rows made once from the mask and g / count
- * (dy itself never exists), then every eight input channels' w_r and sums. For each dx
+/* The classifier head's fused backward (pe_train_kernels.h pe_pool_conv_grad_f32), a block of
+ * output channels at a time: the block's dy rows made once from the mask and g / count (dy
+ * itself never exists) and summed into the bias gradient, then the input gradient as the
+ * pointwise one above, every eight input channels' w_r and sums. For each dx
  * element the blocks come in channel order, as in pe_arm_dx_f32: the same sums. Scratch: the
  * w_r block, q = g / count, the block's dy rows (rows x 64 floats). */
 void pe_pool_conv_grad_f32_arm(const pe_context *ctx, const float *filter_scale,
@@ -436,24 +436,15 @@ void pe_pool_conv_grad_f32_arm(const pe_context *ctx, const float *filter_scale,
     for (i = 0; i < dx_dims->n * n_out; ++i) {
         q[i] = g[i] / count;
     }
-    for (o = 0; o < n_out; ++o) {
-        db[o] = 0.0f;
-    }
-    for (p = 0; p < rows; ++p) {
-        const float *qn = q + (p / positions) * n_out;
-        for (o = 0; o < n_out; ++o) {
-            i = p * n_out + o;
-            db[o] = db[o] + (((mask[i >> 3] >> (i & 7)) & 1u) != 0u ? 0.0f + qn[o] : 0.0f);
-        }
-    }
     for (o0 = 0; o0 < n_out; o0 += PE_ARM_OB) {
         const int32_t ob = n_out - o0 < PE_ARM_OB ? n_out - o0 : PE_ARM_OB;
-        for (p = 0; p < rows; ++p) {
+        for (p = 0; p < rows; ++p) {        /* the block's dy rows; db sums them in row order */
             const float *qn = q + (p / positions) * n_out + o0;
             float *d = dyb + p * ob;
             for (o = 0; o < ob; ++o) {
                 i = p * n_out + o0 + o;
                 d[o] = ((mask[i >> 3] >> (i & 7)) & 1u) != 0u ? 0.0f + qn[o] : 0.0f;
+                db[o0 + o] = (p == 0 ? 0.0f : db[o0 + o]) + d[o];
             }
         }
         for (c0 = 0; c0 < in_c; c0 += 8) {
